@@ -1,0 +1,54 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// BenchmarkLockUnlock measures one uncontended Lock+Unlock on N local
+// nodes and reports its p50 and p99 besides the mean (ns/op).
+func BenchmarkLockUnlock(b *testing.B) {
+	for _, nodes := range []int{1, 3, 5} {
+		b.Run(fmt.Sprintf("N=%d", nodes), func(b *testing.B) {
+			cluster := redistest.Start(b, nodes)
+			c, err := newBenchClient(b, cluster)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m := c.Mutex("bench")
+			ctx := context.Background()
+			latencies := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for b.Loop() {
+				start := time.Now()
+				lease, err := m.Lock(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := lease.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+				latencies = append(latencies, time.Since(start))
+			}
+			b.StopTimer()
+			reportPercentiles(b, latencies)
+		})
+	}
+}
+
+func reportPercentiles(b *testing.B, latencies []time.Duration) {
+	if len(latencies) == 0 {
+		return
+	}
+	slices.Sort(latencies)
+	at := func(q float64) float64 {
+		return float64(latencies[int(q*float64(len(latencies)-1))].Microseconds())
+	}
+	b.ReportMetric(at(0.50), "p50-µs")
+	b.ReportMetric(at(0.99), "p99-µs")
+}

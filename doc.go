@@ -1,0 +1,42 @@
+// Package redlock grants one lock over N independent Redis nodes (the
+// Redlock algorithm), with reentrancy, renewal that reports loss, and
+// fencing tokens.
+//
+// # Model
+//
+// A lock is granted when a quorum of the nodes (a majority by default)
+// accepted it within its validity window: the TTL less the time the round
+// took and an allowance for clock drift (TTL*driftFactor + 2ms). The lease
+// is valid until Lease.Until; its Context is cancelled then at the latest,
+// or as soon as it is released.
+//
+//	c, err := redlock.Dial([]string{"redis://a:6379", "redis://b:6379", "redis://c:6379"})
+//	...
+//	lease, err := c.Mutex("invoice-42").Lock(ctx)
+//	if err != nil { ... }
+//	defer lease.Unlock(context.Background())
+//	work(lease.Context()) // stop when it is done
+//
+// # Guarantees and their assumptions
+//
+// Two owners never both hold a valid lease on one name, provided that:
+//   - a quorum of nodes does not lose acknowledged keys: nodes run with
+//     AOF and appendfsync always, or a node that restarts empty stays away
+//     for longer than the longest TTL;
+//   - node clocks run fast by less than the drift factor;
+//   - the holder stops acting on the protected resource when its lease's
+//     Context is done.
+//
+// A process pause (GC, swap, a stopped VM) can outlast the validity window
+// without the holder noticing before it acts. No lock service can prevent
+// that on its own; fencing tokens (WithFencing, Lease.Token) checked by the
+// protected resource can. See the README for the full discussion.
+//
+// # Reentrancy
+//
+// A Lock whose ctx carries an owner that already holds the lock re-enters
+// it and returns a new Lease; each Lease is unlocked once. Pass a lease's
+// Context down to code that may lock again, or name an owner explicitly
+// with WithOwner to re-enter across goroutines and processes. Go has no
+// thread id and this package never guesses one.
+package redlock

@@ -1,0 +1,134 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/redisproc"
+)
+
+// exampleNodes starts three local redis-server processes for an example
+// and returns their URLs and a function that stops them.
+func exampleNodes() ([]string, func()) {
+	dir, err := os.MkdirTemp("", "redlock-example-")
+	if err != nil {
+		panic(err) // examples only: a test binary that cannot make a temp dir is broken
+	}
+	var servers []*redisproc.Server
+	stop := func() {
+		for _, server := range servers {
+			_ = server.Kill()
+		}
+		_ = os.RemoveAll(dir)
+	}
+	for i := range 3 {
+		server, err := redisproc.Start(redisproc.Config{Dir: fmt.Sprintf("%s/%d", dir, i)})
+		if err != nil {
+			stop()
+			panic(err)
+		}
+		servers = append(servers, server)
+	}
+	urls := make([]string, len(servers))
+	for i, server := range servers {
+		urls[i] = server.URL()
+	}
+	return urls, stop
+}
+
+func Example() {
+	urls, stop := exampleNodes()
+	defer stop()
+
+	client, err := redlock.Dial(urls) // e.g. redis://10.0.0.1:6379, one per independent node
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer client.Close()
+
+	lease, err := client.Mutex("invoice-42").Lock(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Work under the lock; stop when lease.Context() is done.
+	fmt.Println("held:", lease.Err() == nil)
+	if err := lease.Unlock(context.Background()); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println("after Unlock:", lease.Err())
+	// Output:
+	// held: true
+	// after Unlock: redlock: lease released
+}
+
+func ExampleMutex_TryLock() {
+	urls, stop := exampleNodes()
+	defer stop()
+	client, _ := redlock.Dial(urls)
+	defer client.Close()
+
+	ctx := context.Background()
+	first, _ := client.Mutex("report").Lock(ctx)
+	_, err := client.Mutex("report").TryLock(ctx)
+	fmt.Println("second owner:", errors.Is(err, redlock.ErrNotAcquired))
+	_ = first.Unlock(ctx)
+	// Output:
+	// second owner: true
+}
+
+func ExampleLease_Context_reentrant() {
+	urls, stop := exampleNodes()
+	defer stop()
+	client, _ := redlock.Dial(urls)
+	defer client.Close()
+
+	m := client.Mutex("account-7")
+	outer, _ := m.Lock(context.Background())
+	// Code that receives the lease's context may lock again: it re-enters.
+	inner, err := m.Lock(outer.Context())
+	fmt.Println("re-entered:", err == nil, inner.Owner() == outer.Owner())
+	_ = inner.Unlock(context.Background())
+	_ = outer.Unlock(context.Background())
+	// Output:
+	// re-entered: true true
+}
+
+func ExampleWithOwner() {
+	urls, stop := exampleNodes()
+	defer stop()
+	a, _ := redlock.Dial(urls)
+	defer a.Close()
+	b, _ := redlock.Dial(urls) // another client, as in another process
+	defer b.Close()
+
+	ctx := redlock.WithOwner(context.Background(), "request-42")
+	first, _ := a.Mutex("cart").Lock(ctx)
+	second, err := b.Mutex("cart").Lock(ctx) // same owner: re-enters
+	fmt.Println("same owner re-enters:", err == nil)
+	_ = second.Unlock(ctx)
+	_ = first.Unlock(ctx)
+	// Output:
+	// same owner re-enters: true
+}
+
+func ExampleLease_Extend() {
+	urls, stop := exampleNodes()
+	defer stop()
+	client, _ := redlock.Dial(urls, redlock.WithTTL(time.Second), redlock.WithWatchdog(false))
+	defer client.Close()
+
+	lease, _ := client.Mutex("batch").Lock(context.Background())
+	before := lease.Until()
+	time.Sleep(100 * time.Millisecond)
+	err := lease.Extend(context.Background())
+	fmt.Println("extended:", err == nil, lease.Until().After(before))
+	_ = lease.Unlock(context.Background())
+	// Output:
+	// extended: true true
+}

@@ -1,0 +1,93 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/checker"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// newClient returns a Client over the cluster's nodes, closed at cleanup.
+func newClient(t *testing.T, cluster *redistest.Cluster, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(cluster.Clients(t), opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func testContext(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func mustLock(t *testing.T, ctx context.Context, m *redlock.Mutex) *redlock.Lease {
+	t.Helper()
+	lease, err := m.Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock(%s): %v", m.Name(), err)
+	}
+	return lease
+}
+
+func mustUnlock(t *testing.T, lease *redlock.Lease) {
+	t.Helper()
+	if err := lease.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock: %v", err)
+	}
+}
+
+// record is what a holder reports to the checker when it lets go.
+func record(c *checker.Checker, name string, lease *redlock.Lease, acquired time.Time) {
+	released := time.Now()
+	c.Record(checker.Grant{
+		Name:     name,
+		Owner:    lease.Owner(),
+		Token:    lease.Token(),
+		Acquired: acquired,
+		Released: released,
+		Until:    lease.Until(),
+	})
+}
+
+// holders counts, per node, the hash fields of a lock key: the owner field
+// plus one per hold; 0 when the key is absent.
+func holdCount(t *testing.T, admin *redis.Client, key string) int64 {
+	t.Helper()
+	n, err := admin.HLen(context.Background(), key).Result()
+	if err != nil {
+		t.Fatalf("HLEN %s: %v", key, err)
+	}
+	if n == 0 {
+		return 0
+	}
+	return n - 1
+}
+
+func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", within, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func newBenchClient(b *testing.B, cluster *redistest.Cluster, opts ...redlock.Option) (*redlock.Client, error) {
+	c, err := redlock.New(cluster.Clients(b), opts...)
+	if err != nil {
+		return nil, err
+	}
+	b.Cleanup(func() { _ = c.Close() })
+	return c, nil
+}

@@ -1,0 +1,58 @@
+package checker
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestChecker(t *testing.T) {
+	base := time.Now()
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	g := func(name, owner string, token uint64, from, released, until int) Grant {
+		gr := Grant{Name: name, Owner: owner, Token: token, Acquired: at(from), Until: at(until)}
+		if released >= 0 {
+			gr.Released = at(released)
+		}
+		return gr
+	}
+	tests := []struct {
+		name   string
+		grants []Grant
+		want   []string // reasons, in order
+	}{
+		{"disjoint", []Grant{g("L", "a", 0, 0, 10, 100), g("L", "b", 0, 10, 20, 100)}, nil},
+		{"overlap", []Grant{g("L", "a", 0, 0, 10, 100), g("L", "b", 0, 5, 20, 100)}, []string{"overlapping grants"}},
+		{"expired before next: Until bounds the interval", []Grant{g("L", "a", 0, 0, -1, 30), g("L", "b", 0, 40, 50, 100)}, nil},
+		{"never released, still valid", []Grant{g("L", "a", 0, 0, -1, 100), g("L", "b", 0, 40, 50, 100)}, []string{"overlapping grants"}},
+		{"same owner may overlap (reentrant)", []Grant{g("L", "a", 0, 0, 50, 100), g("L", "a", 0, 10, 20, 100)}, nil},
+		{"different names may overlap", []Grant{g("L", "a", 0, 0, 50, 100), g("M", "b", 0, 10, 20, 100)}, nil},
+		{"overlap hidden behind a short grant", []Grant{
+			g("L", "a", 0, 0, 100, 200), g("L", "b", 0, 10, 20, 200), g("L", "c", 0, 30, 40, 200),
+		}, []string{"overlapping grants", "overlapping grants"}},
+		{"overlap with an earlier grant of another owner behind a reentrant one", []Grant{
+			g("L", "a", 0, 0, 100, 200), g("L", "b", 0, 10, 11, 200), g("L", "b", 0, 20, 30, 200),
+		}, []string{"overlapping grants", "overlapping grants"}},
+		{"tokens increase", []Grant{g("L", "a", 1, 0, 10, 100), g("L", "b", 2, 10, 20, 100), g("L", "a", 5, 20, 30, 100)}, nil},
+		{"token repeated", []Grant{g("L", "a", 3, 0, 10, 100), g("L", "b", 3, 10, 20, 100)}, []string{"fencing token did not increase"}},
+		{"token went back", []Grant{g("L", "a", 7, 0, 10, 100), g("L", "b", 8, 10, 20, 100), g("L", "c", 6, 20, 30, 100)}, []string{"fencing token did not increase"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := New()
+			for _, gr := range tt.grants {
+				c.Record(gr)
+			}
+			var got []string
+			for _, v := range c.Violations() {
+				got = append(got, v.Reason)
+			}
+			if strings.Join(got, ";") != strings.Join(tt.want, ";") {
+				t.Fatalf("violations %q, want %q", got, tt.want)
+			}
+			if (c.Err() == nil) != (len(tt.want) == 0) {
+				t.Fatalf("Err() = %v with %d violations expected", c.Err(), len(tt.want))
+			}
+		})
+	}
+}

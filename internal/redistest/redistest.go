@@ -1,0 +1,168 @@
+// Package redistest starts real redis-server processes for tests.
+//
+// Servers are started in t.TempDir() subdirectories and killed via
+// t.Cleanup. When redis-server is missing the test is skipped with an
+// installation hint, unless REDLOCK_REQUIRE_REDIS=1 is set, in which case it
+// fails instead.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redisproc"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// RequireRedisEnv is the environment variable that turns a missing
+// redis-server from a skip into a failure when set to "1".
+const RequireRedisEnv = "REDLOCK_REQUIRE_REDIS"
+
+// Client timeouts used by Clients; Admin uses adminTimeout.
+const (
+	clientTimeout = 500 * time.Millisecond
+	adminTimeout  = 2 * time.Second
+)
+
+// Cluster is a set of independent redis-server processes (not a Redis Cluster).
+type Cluster struct {
+	Nodes []*redisproc.Server
+}
+
+// RequireRedis returns the path of redis-server, or skips the test (fails it
+// when REDLOCK_REQUIRE_REDIS=1) with an installation hint.
+func RequireRedis(t testing.TB) string {
+	t.Helper()
+	path, err := redisproc.LookPath("")
+	if err != nil {
+		if os.Getenv(RequireRedisEnv) == "1" {
+			t.Fatalf("%v (%s=1)", err, RequireRedisEnv)
+		}
+		t.Skipf("%v (set %s=1 to fail instead of skip)", err, RequireRedisEnv)
+	}
+	return path
+}
+
+// Start starts n redis-server processes, each on a free loopback port in its
+// own t.TempDir() subdirectory, with args appended to every command line.
+// All of them are killed by t.Cleanup (before the directories are removed).
+// Any start failure fails the test.
+func Start(t testing.TB, n int, args ...string) *Cluster {
+	t.Helper()
+	if n < 1 {
+		t.Fatalf("redistest: Start needs n >= 1, got %d", n)
+	}
+	binary := RequireRedis(t)
+	base := t.TempDir()
+	cluster := &Cluster{}
+	for i := range n {
+		server, err := redisproc.Start(redisproc.Config{
+			Dir:    filepath.Join(base, fmt.Sprintf("node%d", i)),
+			Args:   args,
+			Binary: binary,
+		})
+		if err != nil {
+			t.Fatalf("redistest: start node %d: %v", i, err)
+		}
+		t.Cleanup(func() {
+			if err := server.Kill(); err != nil {
+				t.Errorf("redistest: kill node %d: %v", i, err)
+			}
+		})
+		cluster.Nodes = append(cluster.Nodes, server)
+	}
+	return cluster
+}
+
+// Addrs returns "127.0.0.1:PORT" for every node, in node order.
+func (c *Cluster) Addrs() []string {
+	addrs := make([]string, len(c.Nodes))
+	for i, node := range c.Nodes {
+		addrs[i] = node.Addr()
+	}
+	return addrs
+}
+
+// URLs returns "redis://127.0.0.1:PORT" for every node, in node order.
+func (c *Cluster) URLs() []string {
+	urls := make([]string, len(c.Nodes))
+	for i, node := range c.Nodes {
+		urls[i] = node.URL()
+	}
+	return urls
+}
+
+// Clients returns one client per node (each a *redis.Client) with 500ms
+// dial/read/write timeouts, a single dial attempt and no command retries,
+// so a dead or paused node fails fast. They are closed by t.Cleanup.
+func (c *Cluster) Clients(t testing.TB) []redis.UniversalClient {
+	t.Helper()
+	clients := make([]redis.UniversalClient, len(c.Nodes))
+	for i, node := range c.Nodes {
+		clients[i] = newClient(t, node.Addr(), clientTimeout)
+	}
+	return clients
+}
+
+// Admin returns a client for node i with 2s timeouts, intended for test
+// assertions. It is closed by t.Cleanup.
+func (c *Cluster) Admin(t testing.TB, i int) *redis.Client {
+	t.Helper()
+	if i < 0 || i >= len(c.Nodes) {
+		t.Fatalf("redistest: Admin: node %d out of range [0,%d)", i, len(c.Nodes))
+	}
+	return newClient(t, c.Nodes[i].Addr(), adminTimeout)
+}
+
+// KeyCount returns the sum of DBSIZE over all running, unpaused nodes
+// (stopped or paused nodes are skipped). A failing DBSIZE fails the test.
+func (c *Cluster) KeyCount(t testing.TB) int64 {
+	t.Helper()
+	var total int64
+	for i, node := range c.Nodes {
+		if !node.Running() || node.Paused() {
+			continue
+		}
+		count, err := dbSize(node.Addr())
+		if err != nil {
+			t.Fatalf("redistest: DBSIZE on node %d (%s): %v", i, node.Addr(), err)
+		}
+		total += count
+	}
+	return total
+}
+
+// dbSize runs DBSIZE with a short-lived client.
+func dbSize(addr string) (int64, error) {
+	client := redis.NewClient(clientOptions(addr, adminTimeout))
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	return client.DBSize(ctx).Result()
+}
+
+func newClient(t testing.TB, addr string, timeout time.Duration) *redis.Client {
+	client := redis.NewClient(clientOptions(addr, timeout))
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+// clientOptions: one dial attempt, no retries, no maintenance notifications
+// (Redis 7.0 does not support them and probing them only adds noise).
+func clientOptions(addr string, timeout time.Duration) *redis.Options {
+	return &redis.Options{
+		Addr:                     addr,
+		DialTimeout:              timeout,
+		ReadTimeout:              timeout,
+		WriteTimeout:             timeout,
+		MaxRetries:               -1,
+		ContextTimeoutEnabled:    true,
+		DialerRetries:            1,
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	}
+}

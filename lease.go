@@ -1,0 +1,299 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/reentrant"
+)
+
+// Lease is one hold of a lock. It is safe for concurrent use. Unlock it
+// exactly once; a reentrant Lock returns a Lease of its own, unlocked on its
+// own.
+type Lease struct {
+	mutex    *Mutex
+	owner    string
+	hold     string
+	token    uint64
+	acquired time.Time
+
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+
+	// ops serializes the network operations on this lease (Extend,
+	// renewal, Unlock), so that no renewal can land after the release.
+	ops sync.Mutex
+
+	mu       sync.Mutex
+	until    time.Time
+	err      error       // nil while held; ErrLost, ErrReleased or ErrClosed after
+	released bool        // Unlock or Close started: late grants must be undone
+	expiry   *time.Timer // fires at until: the lease is lost unless renewed
+}
+
+func newLease(parent context.Context, m *Mutex, owner, hold string, start, until time.Time, tally quorum.Tally[node.Acquired]) *Lease {
+	ctx, cancel := context.WithCancelCause(reentrant.WithOwner(context.WithoutCancel(parent), owner))
+	l := &Lease{
+		mutex:    m,
+		owner:    owner,
+		hold:     hold,
+		acquired: start,
+		ctx:      ctx,
+		cancel:   cancel,
+		until:    until,
+	}
+	if m.settings.fencing {
+		for _, reply := range tally.Replies {
+			if reply.Vote == quorum.Yes && uint64(reply.Value.Fence) > l.token {
+				l.token = uint64(reply.Value.Fence)
+			}
+		}
+	}
+	l.expiry = time.AfterFunc(time.Until(until), l.expire)
+	return l
+}
+
+// Context is done when the lease is lost (cause ErrLost: the validity
+// window ended without a quorum renewal) or released (cause ErrReleased or
+// ErrClosed); context.Cause tells which. It carries the owner, so
+// m.Lock(lease.Context()) re-enters. It keeps the values of the ctx given to
+// Lock but not its cancellation.
+//
+// Mutual exclusion holds only while this Context is not done: code under
+// the lock must stop acting on the protected resource when it is, and
+// should pass Token to the resource where it can (see WithFencing).
+func (l *Lease) Context() context.Context { return l.ctx }
+
+// Done is closed when the lease is lost or released: Context().Done().
+func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
+
+// Err is nil while the lease is held, ErrLost once it was lost, ErrReleased
+// after Unlock, ErrClosed after the Client's Close.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Until is the end of the validity window known now: no node that granted
+// or renewed this lease expires it earlier (given clocks that drift less
+// than the drift factor). It moves forward with each quorum renewal. Past
+// it, the lease is lost; Context is cancelled then at the latest.
+func (l *Lease) Until() time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.until
+}
+
+// Token is the fencing token of this grant (with WithFencing; 0 without):
+// strictly increasing per lock name. Give it to the resource the lock
+// protects, and have the resource refuse a token lower than one it saw.
+func (l *Lease) Token() uint64 { return l.token }
+
+// Owner is the owner id this lease holds the lock for.
+func (l *Lease) Owner() string { return l.owner }
+
+// Unlock releases this hold. The last hold of the owner deletes the lock
+// and wakes waiters. Renewal of this lease stops before Unlock sends
+// anything. It returns ErrReleased when the lease was already unlocked,
+// ErrNotHeld when the hold was no longer on a quorum of nodes (the lease
+// had expired; another owner's lock is left untouched), and ErrNoQuorum
+// when too few nodes answered (the holds left expire at their TTL).
+func (l *Lease) Unlock(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	return l.release(ctx, ErrReleased)
+}
+
+// release ends the lease with cause and removes the hold from every node.
+func (l *Lease) release(ctx context.Context, cause error) error {
+	l.ops.Lock()
+	defer l.ops.Unlock()
+	l.mu.Lock()
+	if l.released {
+		err := l.err
+		l.mu.Unlock()
+		if errors.Is(err, ErrClosed) {
+			return ErrClosed
+		}
+		return ErrReleased
+	}
+	l.released = true
+	l.expiry.Stop()
+	if l.err == nil {
+		l.err = cause
+	}
+	l.mu.Unlock()
+	defer l.mutex.client.untrack(l)
+	defer l.cancel(cause)
+
+	m, c := l.mutex, l.mutex.client
+	need := m.settings.quorumOf(len(c.nodes))
+	started := time.Now()
+	round := quorum.Start(context.WithoutCancel(ctx), m.settings.roundTimeout(), len(c.nodes), need, &c.background,
+		func(ctx context.Context, i int) quorum.Reply[node.Released] {
+			released, err := c.nodes[i].Release(ctx, m.keys.lock, m.keys.channel, l.owner, l.hold)
+			switch {
+			case err != nil:
+				return quorum.Reply[node.Released]{Vote: quorum.Failed, Err: err}
+			case released.Removed():
+				return quorum.Reply[node.Released]{Vote: quorum.Yes, Value: released}
+			}
+			return quorum.Reply[node.Released]{Vote: quorum.No, Value: released}
+		})
+	tally := round.Wait(ctx)
+	err := l.releaseResult(tally, need)
+	if hook := m.settings.observer.Released; hook != nil {
+		hook(ReleasedEvent{Name: m.name, Held: started.Sub(l.acquired), Err: err})
+	}
+	return err
+}
+
+func (l *Lease) releaseResult(tally quorum.Tally[node.Released], need int) error {
+	if tally.Yes >= need {
+		return nil
+	}
+	m := l.mutex
+	var nodeErrs []error
+	for i, reply := range tally.Replies {
+		if reply.Vote == quorum.Failed || reply.Vote == quorum.Pending {
+			err := reply.Err
+			if err == nil {
+				err = context.DeadlineExceeded
+			}
+			nodeErrs = append(nodeErrs, m.client.nodeError(&m.settings, i, err))
+		}
+	}
+	if tally.No > len(tally.Replies)-need {
+		return errors.Join(append([]error{fmt.Errorf("%w: hold found on %d of %d nodes",
+			ErrNotHeld, tally.Yes, len(tally.Replies))}, nodeErrs...)...)
+	}
+	return noQuorum(tally.Yes, need, nodeErrs)
+}
+
+// lateAcquire receives the answers of acquire calls that arrived after
+// Lock returned: a grant that lands after the lease was released is undone.
+func (l *Lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
+	if reply.Vote == quorum.No {
+		return
+	}
+	l.mu.Lock()
+	released := l.released
+	l.mu.Unlock()
+	if released {
+		l.mutex.releaseNode(context.Background(), i, l.owner, l.hold)
+	}
+}
+
+// Extend renews the lease to a full TTL on a quorum of nodes, for leases
+// without the watchdog. A node that lost the key (restarted empty) gets it
+// back when it is free there. Until moves forward only when a quorum
+// confirmed within the validity window. It returns ErrLost when the lease
+// already expired, ErrNotHeld when another owner holds the lock on too many
+// nodes, ErrNoQuorum when too few nodes answered.
+func (l *Lease) Extend(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	l.ops.Lock()
+	defer l.ops.Unlock()
+	if !time.Now().Before(l.Until()) {
+		l.expire()
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	m, c := l.mutex, l.mutex.client
+	need := m.settings.quorumOf(len(c.nodes))
+	start := time.Now()
+	batch := []node.Renewal{{Key: m.keys.lock, Owner: l.owner, Hold: l.hold, TTL: m.settings.ttl}}
+	round := quorum.Start(ctx, m.settings.roundTimeout(), len(c.nodes), need, &c.background,
+		func(ctx context.Context, i int) quorum.Reply[node.Renewed] {
+			renewed, err := c.nodes[i].Renew(ctx, batch)
+			switch {
+			case err != nil:
+				return quorum.Reply[node.Renewed]{Vote: quorum.Failed, Err: err}
+			case renewed[0] == node.Refreshed:
+				return quorum.Reply[node.Renewed]{Vote: quorum.Yes, Value: renewed[0]}
+			case renewed[0] == node.NotALock:
+				return quorum.Reply[node.Renewed]{Vote: quorum.Failed, Err: fmt.Errorf("%w: key is not a lock", node.ErrBadReply)}
+			}
+			return quorum.Reply[node.Renewed]{Vote: quorum.No, Value: renewed[0]}
+		})
+	tally := round.Wait(ctx)
+	if tally.Yes >= need && l.renewed(start) {
+		return nil
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	var nodeErrs []error
+	for i, reply := range tally.Replies {
+		if reply.Vote == quorum.Failed || reply.Vote == quorum.Pending {
+			err := reply.Err
+			if err == nil {
+				err = context.DeadlineExceeded
+			}
+			nodeErrs = append(nodeErrs, c.nodeError(&m.settings, i, err))
+		}
+	}
+	if tally.No > len(tally.Replies)-need {
+		return errors.Join(append([]error{fmt.Errorf("%w: another owner holds it on %d of %d nodes",
+			ErrNotHeld, tally.No, len(tally.Replies))}, nodeErrs...)...)
+	}
+	if ctx.Err() != nil {
+		return errors.Join(append([]error{context.Cause(ctx)}, nodeErrs...)...)
+	}
+	return noQuorum(tally.Yes, need, nodeErrs)
+}
+
+// renewed moves the validity window after a quorum renewal of a round that
+// began at start. It reports false when the lease was lost or released
+// meanwhile, or the round outlasted its own window.
+func (l *Lease) renewed(start time.Time) bool {
+	s := &l.mutex.settings
+	until := validUntil(start, s.ttl, s.driftFactor)
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil || !now.Before(until) || !now.Before(l.until) {
+		return false
+	}
+	if until.After(l.until) {
+		l.until = until
+		l.expiry.Reset(until.Sub(now))
+	}
+	if hook := s.observer.Renewed; hook != nil {
+		hook(RenewedEvent{Name: l.mutex.name, Until: l.until})
+	}
+	return true
+}
+
+// expire runs when the expiry timer fires: past Until without a renewal,
+// the lease is lost.
+func (l *Lease) expire() {
+	l.mu.Lock()
+	if l.err != nil || l.released {
+		l.mu.Unlock()
+		return
+	}
+	if remaining := time.Until(l.until); remaining > 0 {
+		l.expiry.Reset(remaining) // renewed while the timer fired
+		l.mu.Unlock()
+		return
+	}
+	l.err = ErrLost
+	l.mu.Unlock()
+	l.cancel(ErrLost)
+	s := &l.mutex.settings
+	s.logger.Warn("redlock: lease lost", "lock", l.mutex.name, "owner", l.owner)
+	if hook := s.observer.Lost; hook != nil {
+		hook(LostEvent{Name: l.mutex.name, Err: ErrLost})
+	}
+}

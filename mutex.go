@@ -1,0 +1,261 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/reentrant"
+)
+
+// Mutex is one named lock over the Client's nodes. It holds no state of its
+// own between calls: it is cheap, and safe for concurrent use.
+type Mutex struct {
+	client   *Client
+	name     string
+	settings settings
+	keys     keys
+	err      error // invalid configuration, reported by Lock and TryLock
+}
+
+// Name is the lock's name.
+func (m *Mutex) Name() string { return m.name }
+
+// Lock waits until the lock is acquired or ctx is done.
+//
+// The owner is the one ctx carries (WithOwner, or a Lease's Context): if
+// that owner already holds the lock, Lock re-enters it at once and returns
+// a new Lease for the extra hold. Without one, each Lock is a new owner.
+//
+// When ctx ends first, the error matches both ErrNotAcquired and ctx's
+// error, and nothing is left locked on any node.
+func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
+	return m.acquire(ctx, true)
+}
+
+// TryLock makes one attempt. When another owner holds the lock the error
+// matches ErrNotAcquired; when too few nodes answered it matches
+// ErrNoQuorum and carries each failing node's *NodeError.
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
+	return m.acquire(ctx, false)
+}
+
+func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	if m.client.isClosed() {
+		return nil, ErrClosed
+	}
+	owner, explicit := reentrant.Owner(ctx)
+	if explicit && owner == "" {
+		return nil, fmt.Errorf("%w: empty owner in context", ErrConfig)
+	}
+	if !explicit {
+		owner = reentrant.NewID()
+	}
+	began := time.Now()
+	var retry backoff.BackOff
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, gaveUp(ctx, nil)
+		}
+		lease, outcome := m.attempt(ctx, owner)
+		if lease != nil && ctx.Err() != nil {
+			// Granted just as ctx ended: the caller has stopped waiting and
+			// would never unlock it, so give it back (as x/sync/semaphore does).
+			_ = lease.release(context.WithoutCancel(ctx), ErrReleased)
+			return nil, gaveUp(ctx, nil)
+		}
+		if lease != nil {
+			if err := m.client.track(lease); err != nil {
+				_ = lease.release(context.WithoutCancel(ctx), ErrClosed)
+				return nil, err
+			}
+			m.observeAcquired(lease, time.Since(began), outcome.votes)
+			return lease, nil
+		}
+		if !wait || errors.Is(outcome.err, ErrConfig) {
+			return nil, outcome.err
+		}
+		if retry == nil {
+			retry = m.newRetry()
+		}
+		delay := retry.NextBackOff()
+		if delay == backoff.Stop {
+			return nil, outcome.err
+		}
+		timer := time.NewTimer(delay)
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, gaveUp(ctx, outcome.err)
+		}
+	}
+}
+
+// gaveUp is the error of a Lock whose ctx ended: it matches ErrNotAcquired,
+// the ctx's error, and the last attempt's error when there was one.
+func gaveUp(ctx context.Context, last error) error {
+	cause := context.Cause(ctx)
+	if last == nil {
+		return fmt.Errorf("%w: %w", ErrNotAcquired, cause)
+	}
+	return fmt.Errorf("%w: %w (last attempt: %w)", ErrNotAcquired, cause, last)
+}
+
+func (m *Mutex) newRetry() backoff.BackOff {
+	if m.settings.retry != nil {
+		if b := m.settings.retry(); b != nil {
+			b.Reset()
+			return b
+		}
+	}
+	b := backoff.NewExponentialBackOff()
+	b.InitialInterval = 10 * time.Millisecond
+	b.MaxInterval = time.Second
+	b.RandomizationFactor = 0.5
+	b.MaxElapsedTime = 0
+	b.Reset()
+	return b
+}
+
+// outcome describes a failed attempt.
+type outcome struct {
+	votes   int
+	minPTTL time.Duration // smallest remaining TTL another holder reported; -1 if none
+	err     error
+}
+
+// attempt is one round: the acquire script on every node at once. It
+// returns a lease when a quorum granted within the validity window.
+// Otherwise it undoes every grant (and every call whose fate is unknown)
+// before it returns, so a failed attempt leaves nothing locked.
+func (m *Mutex) attempt(ctx context.Context, owner string) (*Lease, outcome) {
+	c, s := m.client, &m.settings
+	hold := reentrant.NewID()
+	need := s.quorumOf(len(c.nodes))
+	start := time.Now()
+	round := quorum.Start(ctx, s.roundTimeout(), len(c.nodes), need, &c.background,
+		func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
+			acquired, err := c.nodes[i].Acquire(ctx, m.keys.lock, m.keys.fence, owner, hold, s.ttl, s.fencing)
+			switch {
+			case err != nil:
+				return quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: err}
+			case acquired.Granted:
+				return quorum.Reply[node.Acquired]{Vote: quorum.Yes, Value: acquired}
+			}
+			return quorum.Reply[node.Acquired]{Vote: quorum.No, Value: acquired}
+		})
+	tally := round.Wait(ctx)
+	until := validUntil(start, s.ttl, s.driftFactor)
+	if tally.Yes >= need && time.Now().Before(until) {
+		lease := newLease(ctx, m, owner, hold, start, until, tally)
+		round.Detach(lease.lateAcquire)
+		return lease, outcome{votes: tally.Yes}
+	}
+
+	// Failed: let the round finish (each call is bounded by the node
+	// timeout), then undo what any node may have granted.
+	tally = round.WaitAll(context.WithoutCancel(ctx))
+	result := m.describeFailure(ctx, tally, need, until)
+	undo := context.WithoutCancel(ctx)
+	answered := round.Detach(func(i int, reply quorum.Reply[node.Acquired]) {
+		if reply.Vote != quorum.No {
+			m.releaseNode(undo, i, owner, hold)
+		}
+	})
+	var mayHold []int
+	for i, reply := range answered.Replies {
+		if reply.Vote == quorum.Yes || reply.Vote == quorum.Failed {
+			mayHold = append(mayHold, i)
+		}
+	}
+	m.releaseNodes(undo, mayHold, owner, hold)
+	return nil, result
+}
+
+// describeFailure turns a failed round into the error TryLock returns.
+func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acquired], need int, until time.Time) outcome {
+	result := outcome{votes: tally.Yes, minPTTL: -1}
+	var nodeErrs []error
+	refused := 0
+	for i, reply := range tally.Replies {
+		switch reply.Vote {
+		case quorum.No:
+			refused++
+			if pttl := reply.Value.PTTL; pttl >= 0 && (result.minPTTL < 0 || pttl < result.minPTTL) {
+				result.minPTTL = pttl
+			}
+		case quorum.Failed, quorum.Pending:
+			err := reply.Err
+			if err == nil {
+				err = context.DeadlineExceeded
+			}
+			nodeErrs = append(nodeErrs, m.client.nodeError(&m.settings, i, err))
+		}
+	}
+	n := len(tally.Replies)
+	switch {
+	case ctx.Err() != nil:
+		result.err = gaveUp(ctx, errors.Join(nodeErrs...))
+	case refused > n-need:
+		result.err = errors.Join(append([]error{fmt.Errorf("%w: held by another owner on %d of %d nodes",
+			ErrNotAcquired, refused, n)}, nodeErrs...)...)
+	case len(nodeErrs) > 0:
+		result.err = noQuorum(tally.Yes, need, nodeErrs)
+	case tally.Yes >= need:
+		result.err = fmt.Errorf("%w: the round outlasted the validity window (ends %v)", ErrNotAcquired, until)
+	default:
+		result.err = fmt.Errorf("%w: votes split, %d of %d needed", ErrNotAcquired, tally.Yes, need)
+	}
+	return result
+}
+
+// releaseNodes drops hold on the given nodes and waits for their answers
+// (each bounded by the node timeout).
+func (m *Mutex) releaseNodes(ctx context.Context, nodes []int, owner, hold string) {
+	done := make(chan struct{}, len(nodes))
+	for _, i := range nodes {
+		m.client.background.Go(func() {
+			m.releaseNode(ctx, i, owner, hold)
+			done <- struct{}{}
+		})
+	}
+	for range nodes {
+		<-done
+	}
+}
+
+func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string) {
+	ctx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
+	defer cancel()
+	if _, err := m.client.nodes[i].Release(ctx, m.keys.lock, m.keys.channel, owner, hold); err != nil {
+		m.client.nodeError(&m.settings, i, err)
+		m.settings.logger.Warn("redlock: release failed; the hold expires at its TTL",
+			"lock", m.name, "node", i, "err", err)
+	}
+}
+
+func (m *Mutex) observeAcquired(lease *Lease, wait time.Duration, votes int) {
+	if hook := m.settings.observer.Acquired; hook != nil {
+		hook(AcquiredEvent{Name: m.name, Owner: lease.owner, Wait: wait, Votes: votes})
+	}
+}
+
+// jitter returns a random duration in [0, max).
+func jitter(max time.Duration) time.Duration {
+	if max <= 0 {
+		return 0
+	}
+	return rand.N(max)
+}

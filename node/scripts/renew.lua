@@ -1,0 +1,32 @@
+-- renew: extend several holds at once (one call per node per batch). A hold
+-- missing on this node (restarted empty) is re-created when the lock is free
+-- here or already this owner's, so renewal also repairs.
+--
+-- KEYS[i]        lock hash of item i (see acquire.lua)
+-- ARGV[3i-2]     owner id of item i
+-- ARGV[3i-1]     hold id of item i
+-- ARGV[3i]       ttl in milliseconds of item i
+--
+-- Reply: one integer per item:
+--         1  renewed (or re-created)
+--         0  another owner holds the lock here
+--        -2  the key is a hash that is not a lock
+-- Errors: WRONGTYPE when a key is not a hash (the whole batch fails).
+local replies = {}
+for i = 1, #KEYS do
+  local key, owner, hold = KEYS[i], ARGV[3 * i - 2], ARGV[3 * i - 1]
+  local ttl = tonumber(ARGV[3 * i])
+  local holder = redis.call('HGET', key, 'owner')
+  if holder == false and redis.call('EXISTS', key) == 1 then
+    replies[i] = -2
+  elseif holder ~= false and holder ~= owner then
+    replies[i] = 0
+  else
+    redis.call('HSET', key, 'owner', owner, hold, 1)
+    if redis.call('PTTL', key) < ttl then
+      redis.call('PEXPIRE', key, ttl)
+    end
+    replies[i] = 1
+  end
+end
+return replies

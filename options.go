@@ -1,0 +1,169 @@
+package redlock
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/cenkalti/backoff/v4"
+)
+
+// Defaults. Given to New, options replace them for every Mutex of the
+// Client; given to Mutex, they replace them for that mutex only.
+const (
+	// DefaultTTL is how long a lease lives on the nodes without renewal. Long
+	// enough that a renewal every TTL/3 survives a few slow rounds, short
+	// enough that a crashed holder blocks others for half a minute at most.
+	DefaultTTL = 30 * time.Second
+	// DefaultDriftFactor is the fraction of the TTL set aside for node
+	// clocks running fast, as the Redlock paper suggests.
+	DefaultDriftFactor = 0.01
+	// DefaultNodeTimeout bounds each call to one node. A slow or paused node
+	// costs a round at most this much, and it is small against DefaultTTL so
+	// that a round leaves most of the validity window.
+	DefaultNodeTimeout = 500 * time.Millisecond
+	// DefaultKeyPrefix starts every key and channel the library uses.
+	DefaultKeyPrefix = "redlock:"
+	// DefaultQueueTimeout is how long a fair-mode waiter keeps its place in
+	// the queue without a heartbeat.
+	DefaultQueueTimeout = 5 * time.Second
+)
+
+// Option configures a Client (given to New or Dial) or one Mutex (given to
+// Client.Mutex). An invalid option makes New return ErrConfig, or makes the
+// Mutex's Lock and TryLock return it.
+type Option func(*settings)
+
+// settings is the resolved configuration of one mutex. It is a value: each
+// Mutex gets its own copy, so no option state is shared between calls.
+type settings struct {
+	ttl          time.Duration
+	watchdog     bool
+	quorum       int // 0: a majority of the nodes
+	driftFactor  float64
+	nodeTimeout  time.Duration
+	retry        func() backoff.BackOff
+	fair         bool
+	queueTimeout time.Duration
+	fencing      bool
+	keyPrefix    string
+	logger       *slog.Logger
+	observer     Observer
+}
+
+func defaultSettings() settings {
+	return settings{
+		ttl:          DefaultTTL,
+		watchdog:     true,
+		driftFactor:  DefaultDriftFactor,
+		nodeTimeout:  DefaultNodeTimeout,
+		queueTimeout: DefaultQueueTimeout,
+		keyPrefix:    DefaultKeyPrefix,
+		logger:       slog.New(slog.DiscardHandler),
+	}
+}
+
+func (s settings) with(opts []Option) settings {
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&s)
+		}
+	}
+	return s
+}
+
+// quorumOf is the number of nodes that must agree, out of n.
+func (s settings) quorumOf(n int) int {
+	if s.quorum == 0 {
+		return n/2 + 1
+	}
+	return s.quorum
+}
+
+// validate checks the settings for n nodes.
+func (s settings) validate(n int) error {
+	switch {
+	case s.ttl <= 0:
+		return fmt.Errorf("%w: TTL must be positive, got %v", ErrConfig, s.ttl)
+	case s.driftFactor < 0 || s.driftFactor >= 1:
+		return fmt.Errorf("%w: drift factor must be in [0, 1), got %v", ErrConfig, s.driftFactor)
+	case validity(s.ttl, 0, s.driftFactor) <= 0:
+		return fmt.Errorf("%w: TTL %v leaves no validity window after the drift allowance %v",
+			ErrConfig, s.ttl, driftAllowance(s.ttl, s.driftFactor))
+	case s.nodeTimeout <= 0:
+		return fmt.Errorf("%w: node timeout must be positive, got %v", ErrConfig, s.nodeTimeout)
+	case s.quorum < 0 || s.quorum > n:
+		return fmt.Errorf("%w: quorum %d out of range 1..%d", ErrConfig, s.quorum, n)
+	case s.quorum != 0 && s.quorum <= n/2:
+		return fmt.Errorf("%w: quorum %d of %d nodes is not a majority: two owners could hold the lock at once",
+			ErrConfig, s.quorum, n)
+	case s.fair && s.queueTimeout <= 0:
+		return fmt.Errorf("%w: queue timeout must be positive, got %v", ErrConfig, s.queueTimeout)
+	case s.logger == nil:
+		return fmt.Errorf("%w: nil logger", ErrConfig)
+	}
+	return nil
+}
+
+// WithTTL sets how long a lease lives on the nodes without renewal
+// (default DefaultTTL). It must be positive and longer than its drift
+// allowance (TTL*driftFactor + 2ms).
+func WithTTL(ttl time.Duration) Option { return func(s *settings) { s.ttl = ttl } }
+
+// WithWatchdog turns automatic renewal every TTL/3 on or off (default on).
+// Off, a lease lives its TTL unless Lease.Extend renews it.
+func WithWatchdog(on bool) Option { return func(s *settings) { s.watchdog = on } }
+
+// WithQuorum sets how many nodes must agree (default N/2+1). k must be a
+// majority of the nodes (N/2 < k <= N); k = N makes every node necessary, as
+// Redisson's MultiLock does.
+func WithQuorum(k int) Option {
+	return func(s *settings) {
+		s.quorum = k
+		if k == 0 {
+			s.quorum = -1 // 0 means "default" inside settings; an explicit 0 is invalid
+		}
+	}
+}
+
+// WithDriftFactor sets the fraction of the TTL set aside for node clocks
+// running fast (default DefaultDriftFactor), in [0, 1).
+func WithDriftFactor(factor float64) Option { return func(s *settings) { s.driftFactor = factor } }
+
+// WithNodeTimeout bounds each call to one node (default DefaultNodeTimeout).
+// go-redis honours it for clients made with ContextTimeoutEnabled (Dial does
+// so); with other clients a round still returns on time, but a stuck call
+// runs on until the client's own ReadTimeout.
+func WithNodeTimeout(d time.Duration) Option { return func(s *settings) { s.nodeTimeout = d } }
+
+// WithRetry sets the backoff Lock waits between attempts when no release
+// notice comes (default: wait for the holder's remaining TTL, and back off
+// exponentially from 100 ms to 2 s when the nodes report none). The
+// function is called once per Lock, so each call gets a fresh BackOff.
+func WithRetry(newBackOff func() backoff.BackOff) Option {
+	return func(s *settings) { s.retry = newBackOff }
+}
+
+// WithFair makes the mutex fair: waiters get the lock in arrival order.
+func WithFair() Option { return func(s *settings) { s.fair = true } }
+
+// WithQueueTimeout sets how long a fair-mode waiter keeps its place without
+// a heartbeat (default DefaultQueueTimeout): a crashed waiter delays the
+// queue by at most this much.
+func WithQueueTimeout(d time.Duration) Option { return func(s *settings) { s.queueTimeout = d } }
+
+// WithFencing makes every grant carry a fencing token (Lease.Token) that is
+// strictly increasing per lock name.
+func WithFencing() Option { return func(s *settings) { s.fencing = true } }
+
+// WithKeyPrefix sets the prefix of every key and channel (default
+// DefaultKeyPrefix). The lock name goes into a hash tag after it, so all
+// keys of one lock share a Redis Cluster slot.
+func WithKeyPrefix(prefix string) Option { return func(s *settings) { s.keyPrefix = prefix } }
+
+// WithLogger sets where lost leases and node faults are logged (default:
+// nowhere).
+func WithLogger(logger *slog.Logger) Option { return func(s *settings) { s.logger = logger } }
+
+// WithObserver sets hooks called on lock events, for metrics.
+func WithObserver(observer Observer) Option { return func(s *settings) { s.observer = observer } }

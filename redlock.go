@@ -1,0 +1,220 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+// Client grants locks over a fixed set of independent Redis nodes. It is
+// safe for concurrent use. Close it when done: it releases the leases it
+// still holds and stops its background work.
+type Client struct {
+	nodes    []*node.Node
+	defaults settings
+	owned    []redis.UniversalClient // made by Dial; closed by Close
+
+	// background tracks every goroutine the Client starts (stragglers of a
+	// round, deferred releases); Close waits for all of them.
+	background sync.WaitGroup
+
+	mu     sync.Mutex
+	closed bool
+	leases map[*Lease]struct{}
+}
+
+// New returns a Client over nodes: one client per independent Redis node
+// (each may itself be a Redis Cluster or a Sentinel-backed client). The
+// Client does not close them. Options set the defaults of every Mutex.
+//
+// For each call to a node to be cut off at the node timeout, make the
+// clients with ContextTimeoutEnabled: true (Dial does); otherwise rounds
+// still end on time, but a stuck call lingers until the client's ReadTimeout.
+func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+	if len(nodes) == 0 {
+		return nil, fmt.Errorf("%w: no nodes", ErrConfig)
+	}
+	defaults := defaultSettings().with(opts)
+	if err := defaults.validate(len(nodes)); err != nil {
+		return nil, err
+	}
+	c := &Client{defaults: defaults, leases: make(map[*Lease]struct{})}
+	for i, client := range nodes {
+		if isNil(client) {
+			return nil, fmt.Errorf("%w: node %d is a nil client", ErrConfig, i)
+		}
+		c.nodes = append(c.nodes, node.New(i, addrOf(client), client))
+	}
+	return c, nil
+}
+
+// Dial connects to one node per URL (redis:// or rediss://, with user,
+// password and database as go-redis's ParseURL reads them) and returns a
+// Client that owns those connections: Close closes them.
+func Dial(urls []string, opts ...Option) (*Client, error) {
+	if len(urls) == 0 {
+		return nil, fmt.Errorf("%w: no nodes", ErrConfig)
+	}
+	timeout := defaultSettings().with(opts).nodeTimeout
+	clients := make([]redis.UniversalClient, 0, len(urls))
+	closeAll := func() {
+		for _, client := range clients {
+			_ = client.Close()
+		}
+	}
+	for i, url := range urls {
+		options, err := redis.ParseURL(url)
+		if err != nil {
+			closeAll()
+			// The URL itself is not echoed: it may carry a password.
+			return nil, fmt.Errorf("%w: node %d: %v", ErrConfig, i, redactURLError(err, url))
+		}
+		options.ContextTimeoutEnabled = true
+		if timeout > 0 {
+			options.DialTimeout = timeout
+			options.ReadTimeout = timeout
+			options.WriteTimeout = timeout
+		}
+		clients = append(clients, redis.NewClient(options))
+	}
+	c, err := New(clients, opts...)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	c.owned = clients
+	return c, nil
+}
+
+// Close releases every lease the Client still holds (each bounded by the
+// node timeout, best effort: a lease that cannot be released expires at its
+// TTL), waits for all background work to stop, and closes the connections
+// Dial made. After Close every method returns ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return ErrClosed
+	}
+	c.closed = true
+	leases := make([]*Lease, 0, len(c.leases))
+	for lease := range c.leases {
+		leases = append(leases, lease)
+	}
+	c.mu.Unlock()
+
+	var releases sync.WaitGroup
+	for _, lease := range leases {
+		releases.Go(func() { _ = lease.release(context.Background(), ErrClosed) })
+	}
+	releases.Wait()
+	c.background.Wait()
+	var errs []error
+	for _, client := range c.owned {
+		if err := client.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Mutex returns the lock called name. It is cheap and safe for concurrent
+// use; options override the Client's defaults for this mutex. Invalid input
+// (an empty name, a bad option) is reported by Lock and TryLock as
+// ErrConfig.
+func (c *Client) Mutex(name string, opts ...Option) *Mutex {
+	m := &Mutex{client: c, name: name, settings: c.defaults.with(opts)}
+	m.err = m.settings.validate(len(c.nodes))
+	if name == "" {
+		m.err = fmt.Errorf("%w: empty lock name", ErrConfig)
+	}
+	m.keys = keysFor(m.settings.keyPrefix, name)
+	return m
+}
+
+// track registers a lease so Close can release it; it fails once closed.
+func (c *Client) track(lease *Lease) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return ErrClosed
+	}
+	c.leases[lease] = struct{}{}
+	return nil
+}
+
+func (c *Client) untrack(lease *Lease) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.leases, lease)
+}
+
+func (c *Client) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// nodeError wraps a node's failure and tells the observer.
+func (c *Client) nodeError(s *settings, index int, err error) *NodeError {
+	nodeErr := &NodeError{Node: index, Addr: c.nodes[index].Addr(), Err: err}
+	if s.observer.NodeError != nil {
+		s.observer.NodeError(nodeErr)
+	}
+	return nodeErr
+}
+
+// keys are the Redis names of one lock. The name sits in a hash tag so that
+// every key of a lock lands in one Redis Cluster slot.
+type keys struct {
+	lock, fence, queue, alive, channel string
+}
+
+func keysFor(prefix, name string) keys {
+	base := prefix + "{" + name + "}"
+	return keys{
+		lock:    base,
+		fence:   base + ":fence",
+		queue:   base + ":queue",
+		alive:   base + ":alive",
+		channel: base + ":released",
+	}
+}
+
+func isNil(client redis.UniversalClient) bool {
+	if client == nil {
+		return true
+	}
+	value := reflect.ValueOf(client)
+	return value.Kind() == reflect.Pointer && value.IsNil()
+}
+
+func addrOf(client redis.UniversalClient) string {
+	switch c := client.(type) {
+	case *redis.Client:
+		return c.Options().Addr
+	case *redis.ClusterClient:
+		return strings.Join(c.Options().Addrs, ",")
+	case *redis.Ring:
+		return "ring"
+	}
+	return fmt.Sprintf("%T", client)
+}
+
+func redactURLError(err error, url string) string {
+	message := err.Error()
+	if url != "" {
+		message = strings.ReplaceAll(message, url, "<url>")
+	}
+	return message
+}
+
+// roundTimeout is how long a fan-out round may take.
+func (s *settings) roundTimeout() time.Duration { return s.nodeTimeout }

@@ -1,0 +1,62 @@
+package redlock_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/checker"
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// restartMajorityWhileHeld runs two clients on one name: a holds the lock,
+// then a majority of the nodes restarts, after waitBeforeRestart, either
+// empty (breaking the assumption that a quorum keeps its keys) or with
+// their data; b then tries to take the lock. It returns the checker's
+// verdict.
+func restartMajorityWhileHeld(t *testing.T, keepData bool, ttl time.Duration) *checker.Checker {
+	t.Helper()
+	cluster := redistest.Start(t, 3, "--appendonly", "yes", "--appendfsync", "always")
+	ctx := testContext(t)
+	check := checker.New()
+	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithWatchdog(false)}
+	a, b := newClient(t, cluster, opts...), newClient(t, cluster, opts...)
+
+	held := mustLock(t, ctx, a.Mutex("record"))
+	heldSince := time.Now()
+	for _, i := range []int{0, 1} {
+		if err := cluster.Nodes[i].Restart(keepData); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if other, err := b.Mutex("record").TryLock(ctx); err == nil {
+		record(check, "record", other, time.Now())
+		mustUnlock(t, other)
+	}
+	record(check, "record", held, heldSince)
+	_ = held.Unlock(ctx)
+	return check
+}
+
+// The checker must catch a real violation: with a majority restarted empty
+// while a lease is held, a second owner gets the lock during the first
+// owner's validity window.
+func TestChecker_catchesMajorityRestartedEmpty(t *testing.T) {
+	check := restartMajorityWhileHeld(t, false, 10*time.Second)
+	err := check.Err()
+	if err == nil || !strings.Contains(err.Error(), "overlapping grants") {
+		t.Fatalf("checker verdict %v: it must report the two overlapping owners", err)
+	}
+}
+
+// The same restart with the data kept (AOF, appendfsync always) is safe.
+func TestChecker_cleanWhenRestartKeepsData(t *testing.T) {
+	check := restartMajorityWhileHeld(t, true, 10*time.Second)
+	if err := check.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if check.Len() != 1 {
+		t.Fatalf("%d grants recorded, want only the first owner's", check.Len())
+	}
+}
