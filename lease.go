@@ -54,7 +54,13 @@ func newLease(parent context.Context, m *Mutex, owner, hold string, start, until
 			}
 		}
 	}
+	// Under mu: the timer may fire before AfterFunc returns.
+	l.mu.Lock()
 	l.expiry = time.AfterFunc(time.Until(until), l.expire)
+	l.mu.Unlock()
+	if m.settings.watchdog {
+		m.client.watchdog.add(l)
+	}
 	return l
 }
 
@@ -108,11 +114,13 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrConfig)
 	}
-	return l.release(ctx, ErrReleased)
+	return l.release(ctx, ErrReleased, false)
 }
 
 // release ends the lease with cause and removes the hold from every node.
-func (l *Lease) release(ctx context.Context, cause error) error {
+// It returns once a quorum answered, or with complete, once every node
+// answered (or timed out).
+func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 	l.ops.Lock()
 	defer l.ops.Unlock()
 	l.mu.Lock()
@@ -130,6 +138,7 @@ func (l *Lease) release(ctx context.Context, cause error) error {
 		l.err = cause
 	}
 	l.mu.Unlock()
+	l.mutex.client.watchdog.remove(l)
 	defer l.mutex.client.untrack(l)
 	defer l.cancel(cause)
 
@@ -148,7 +157,15 @@ func (l *Lease) release(ctx context.Context, cause error) error {
 			return quorum.Reply[node.Released]{Vote: quorum.No, Value: released}
 		})
 	tally := round.Wait(ctx)
+	if complete {
+		tally = round.WaitAll(ctx)
+	}
 	err := l.releaseResult(tally, need)
+	if err == nil && lockDeleted(tally) {
+		// Hand over to a local waiter now; the nodes' notices of this
+		// release will wake no one else.
+		c.hub.Notify(m.keys.channel, l.hold)
+	}
 	if hook := m.settings.observer.Released; hook != nil {
 		hook(ReleasedEvent{Name: m.name, Held: started.Sub(l.acquired), Err: err})
 	}
@@ -175,6 +192,15 @@ func (l *Lease) releaseResult(tally quorum.Tally[node.Released], need int) error
 			ErrNotHeld, tally.Yes, len(tally.Replies))}, nodeErrs...)...)
 	}
 	return noQuorum(tally.Yes, need, nodeErrs)
+}
+
+func lockDeleted(tally quorum.Tally[node.Released]) bool {
+	for _, reply := range tally.Replies {
+		if reply.Vote == quorum.Yes && reply.Value == node.LockDeleted {
+			return true
+		}
+	}
+	return false
 }
 
 // lateAcquire receives the answers of acquire calls that arrived after
@@ -279,21 +305,32 @@ func (l *Lease) renewed(start time.Time) bool {
 // the lease is lost.
 func (l *Lease) expire() {
 	l.mu.Lock()
-	if l.err != nil || l.released {
-		l.mu.Unlock()
-		return
-	}
-	if remaining := time.Until(l.until); remaining > 0 {
+	if remaining := time.Until(l.until); remaining > 0 && l.err == nil && !l.released {
 		l.expiry.Reset(remaining) // renewed while the timer fired
 		l.mu.Unlock()
 		return
 	}
-	l.err = ErrLost
 	l.mu.Unlock()
-	l.cancel(ErrLost)
+	l.lose(ErrLost)
+}
+
+// lose ends a lease that is still held with cause (which matches ErrLost):
+// its Context is cancelled, renewal stops, the loss is logged and observed.
+// The holds left on the nodes expire at their TTL, or go with Unlock.
+func (l *Lease) lose(cause error) {
+	l.mu.Lock()
+	if l.err != nil || l.released {
+		l.mu.Unlock()
+		return
+	}
+	l.err = cause
+	l.expiry.Stop()
+	l.mu.Unlock()
+	l.cancel(cause)
+	l.mutex.client.watchdog.remove(l)
 	s := &l.mutex.settings
-	s.logger.Warn("redlock: lease lost", "lock", l.mutex.name, "owner", l.owner)
+	s.logger.Warn("redlock: lease lost", "lock", l.mutex.name, "owner", l.owner, "err", cause)
 	if hook := s.observer.Lost; hook != nil {
-		hook(LostEvent{Name: l.mutex.name, Err: ErrLost})
+		hook(LostEvent{Name: l.mutex.name, Err: cause})
 	}
 }

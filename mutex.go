@@ -4,11 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
-	"github.com/cenkalti/backoff/v4"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/pubsub"
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/reentrant"
 )
@@ -52,7 +51,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrConfig)
 	}
-	if m.client.isClosed() {
+	c := m.client
+	if c.isClosed() {
 		return nil, ErrClosed
 	}
 	owner, explicit := reentrant.Owner(ctx)
@@ -63,43 +63,69 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
 		owner = reentrant.NewID()
 	}
 	began := time.Now()
-	var retry backoff.BackOff
+	need := m.settings.quorumOf(len(c.nodes))
+	var watcher *pubsub.Watcher
+	if wait && c.hub.Active(m.keys.channel) {
+		// Subscribed already: watch before the first attempt, at no cost.
+		watcher = c.hub.Watch(ctx, m.keys.channel, need)
+	}
+	leave := func(acquired bool) {
+		if watcher != nil {
+			watcher.Leave(acquired)
+		}
+	}
+	pacer := m.newPacer()
 	for {
 		if err := ctx.Err(); err != nil {
+			leave(false)
 			return nil, gaveUp(ctx, nil)
 		}
 		lease, outcome := m.attempt(ctx, owner)
 		if lease != nil && ctx.Err() != nil {
 			// Granted just as ctx ended: the caller has stopped waiting and
 			// would never unlock it, so give it back (as x/sync/semaphore does).
-			_ = lease.release(context.WithoutCancel(ctx), ErrReleased)
+			_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
+			leave(false)
 			return nil, gaveUp(ctx, nil)
 		}
 		if lease != nil {
-			if err := m.client.track(lease); err != nil {
-				_ = lease.release(context.WithoutCancel(ctx), ErrClosed)
+			leave(true)
+			if err := c.track(lease); err != nil {
+				_ = lease.release(context.WithoutCancel(ctx), ErrClosed, true)
 				return nil, err
 			}
 			m.observeAcquired(lease, time.Since(began), outcome.votes)
 			return lease, nil
 		}
 		if !wait || errors.Is(outcome.err, ErrConfig) {
+			leave(false)
 			return nil, outcome.err
 		}
-		if retry == nil {
-			retry = m.newRetry()
+		if watcher == nil {
+			// Subscribe, then try again at once: a release between the
+			// failed attempt and the subscription must not be missed.
+			watcher = c.hub.Watch(ctx, m.keys.channel, need)
+			continue
 		}
-		delay := retry.NextBackOff()
-		if delay == backoff.Stop {
+		delay, ok := pacer.next(outcome)
+		if !ok {
+			leave(false)
 			return nil, outcome.err
 		}
 		timer := time.NewTimer(delay)
 		select {
+		case <-watcher.Wake():
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
+			leave(false)
 			return nil, gaveUp(ctx, outcome.err)
+		case <-c.done:
+			timer.Stop()
+			leave(false)
+			return nil, ErrClosed
 		}
+		timer.Stop()
 	}
 }
 
@@ -113,26 +139,12 @@ func gaveUp(ctx context.Context, last error) error {
 	return fmt.Errorf("%w: %w (last attempt: %w)", ErrNotAcquired, cause, last)
 }
 
-func (m *Mutex) newRetry() backoff.BackOff {
-	if m.settings.retry != nil {
-		if b := m.settings.retry(); b != nil {
-			b.Reset()
-			return b
-		}
-	}
-	b := backoff.NewExponentialBackOff()
-	b.InitialInterval = 10 * time.Millisecond
-	b.MaxInterval = time.Second
-	b.RandomizationFactor = 0.5
-	b.MaxElapsedTime = 0
-	b.Reset()
-	return b
-}
-
 // outcome describes a failed attempt.
 type outcome struct {
 	votes   int
-	minPTTL time.Duration // smallest remaining TTL another holder reported; -1 if none
+	held    bool          // one other owner holds it on enough nodes to block us
+	split   bool          // no owner can have a quorum: contenders split the votes
+	minPTTL time.Duration // the blocking holder's smallest remaining TTL; -1 if unknown
 	err     error
 }
 
@@ -158,7 +170,7 @@ func (m *Mutex) attempt(ctx context.Context, owner string) (*Lease, outcome) {
 		})
 	tally := round.Wait(ctx)
 	until := validUntil(start, s.ttl, s.driftFactor)
-	if tally.Yes >= need && time.Now().Before(until) {
+	if tally.Yes >= need && time.Now().Before(until) && ctx.Err() == nil {
 		lease := newLease(ctx, m, owner, hold, start, until, tally)
 		round.Detach(lease.lateAcquire)
 		return lease, outcome{votes: tally.Yes}
@@ -184,18 +196,16 @@ func (m *Mutex) attempt(ctx context.Context, owner string) (*Lease, outcome) {
 	return nil, result
 }
 
-// describeFailure turns a failed round into the error TryLock returns.
+// describeFailure turns a failed round into the error TryLock returns and
+// what the wait before the next attempt depends on.
 func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acquired], need int, until time.Time) outcome {
 	result := outcome{votes: tally.Yes, minPTTL: -1}
 	var nodeErrs []error
-	refused := 0
+	refusals := make(map[string]int) // holder fingerprint → nodes it holds
 	for i, reply := range tally.Replies {
 		switch reply.Vote {
 		case quorum.No:
-			refused++
-			if pttl := reply.Value.PTTL; pttl >= 0 && (result.minPTTL < 0 || pttl < result.minPTTL) {
-				result.minPTTL = pttl
-			}
+			refusals[reply.Value.Holder]++
 		case quorum.Failed, quorum.Pending:
 			err := reply.Err
 			if err == nil {
@@ -204,13 +214,29 @@ func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acq
 			nodeErrs = append(nodeErrs, m.client.nodeError(&m.settings, i, err))
 		}
 	}
+	holder, holds := "", 0
+	for fingerprint, count := range refusals {
+		if count > holds {
+			holder, holds = fingerprint, count
+		}
+	}
+	for _, reply := range tally.Replies {
+		if pttl := reply.Value.PTTL; reply.Vote == quorum.No && reply.Value.Holder == holder && pttl >= 0 &&
+			(result.minPTTL < 0 || pttl < result.minPTTL) {
+			result.minPTTL = pttl
+		}
+	}
 	n := len(tally.Replies)
+	// Held: one owner has, or may have (counting the silent nodes), a
+	// quorum. Split: no owner can, so every contender backs off briefly.
+	result.held = holds > 0 && holds+len(nodeErrs) >= need
+	result.split = !result.held && len(nodeErrs) == 0 && tally.Yes < need
 	switch {
 	case ctx.Err() != nil:
 		result.err = gaveUp(ctx, errors.Join(nodeErrs...))
-	case refused > n-need:
+	case result.held && holds > n-need:
 		result.err = errors.Join(append([]error{fmt.Errorf("%w: held by another owner on %d of %d nodes",
-			ErrNotAcquired, refused, n)}, nodeErrs...)...)
+			ErrNotAcquired, holds, n)}, nodeErrs...)...)
 	case len(nodeErrs) > 0:
 		result.err = noQuorum(tally.Yes, need, nodeErrs)
 	case tally.Yes >= need:
@@ -250,12 +276,4 @@ func (m *Mutex) observeAcquired(lease *Lease, wait time.Duration, votes int) {
 	if hook := m.settings.observer.Acquired; hook != nil {
 		hook(AcquiredEvent{Name: m.name, Owner: lease.owner, Wait: wait, Votes: votes})
 	}
-}
-
-// jitter returns a random duration in [0, max).
-func jitter(max time.Duration) time.Duration {
-	if max <= 0 {
-		return 0
-	}
-	return rand.N(max)
 }

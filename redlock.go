@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/pubsub"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,10 +21,14 @@ type Client struct {
 	nodes    []*node.Node
 	defaults settings
 	owned    []redis.UniversalClient // made by Dial; closed by Close
+	hub      *pubsub.Hub             // release notices → waiter wake-ups
+	watchdog *watchdog               // renews every lease with the watchdog on
 
 	// background tracks every goroutine the Client starts (stragglers of a
 	// round, deferred releases); Close waits for all of them.
 	background sync.WaitGroup
+
+	done chan struct{} // closed by Close: waiters give up
 
 	mu     sync.Mutex
 	closed bool
@@ -45,13 +50,15 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err := defaults.validate(len(nodes)); err != nil {
 		return nil, err
 	}
-	c := &Client{defaults: defaults, leases: make(map[*Lease]struct{})}
+	c := &Client{defaults: defaults, leases: make(map[*Lease]struct{}), done: make(chan struct{})}
 	for i, client := range nodes {
 		if isNil(client) {
 			return nil, fmt.Errorf("%w: node %d is a nil client", ErrConfig, i)
 		}
 		c.nodes = append(c.nodes, node.New(i, addrOf(client), client))
 	}
+	c.hub = pubsub.New(nodes, defaults.nodeTimeout)
+	c.watchdog = newWatchdog(c)
 	return c, nil
 }
 
@@ -104,6 +111,7 @@ func (c *Client) Close() error {
 		return ErrClosed
 	}
 	c.closed = true
+	close(c.done)
 	leases := make([]*Lease, 0, len(c.leases))
 	for lease := range c.leases {
 		leases = append(leases, lease)
@@ -112,9 +120,11 @@ func (c *Client) Close() error {
 
 	var releases sync.WaitGroup
 	for _, lease := range leases {
-		releases.Go(func() { _ = lease.release(context.Background(), ErrClosed) })
+		releases.Go(func() { _ = lease.release(context.Background(), ErrClosed, true) })
 	}
 	releases.Wait()
+	c.watchdog.close()
+	c.hub.Close()
 	c.background.Wait()
 	var errs []error
 	for _, client := range c.owned {

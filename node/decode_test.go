@@ -17,14 +17,18 @@ func TestDecodeAcquired_rejectsWrongShapes(t *testing.T) {
 		{"1", int64(1), int64(0)},
 		{int64(1), "x", int64(0)},
 		{int64(0), int64(1), int64(2)},
+		{int64(0), int64(1)},
+		{int64(0), int64(1), ""},
+		{int64(1), int64(1), "abc"},
+		{"0", int64(1), "abc"},
 	}
 	for _, reply := range bad {
 		if _, err := decodeAcquired(reply); !errors.Is(err, ErrBadReply) {
 			t.Fatalf("decodeAcquired(%v) = %v, want ErrBadReply", reply, err)
 		}
 	}
-	good, err := decodeAcquired([]any{int64(0), int64(-1)})
-	if err != nil || good.Granted || good.PTTL != -1 {
+	good, err := decodeAcquired([]any{int64(0), int64(-1), "f00d"})
+	if err != nil || good.Granted || good.PTTL != -1 || good.Holder != "f00d" {
 		t.Fatalf("refusal without expiry = %+v, %v", good, err)
 	}
 }

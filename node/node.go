@@ -53,6 +53,9 @@ func New(index int, addr string, client Client) *Node {
 // Index is the node's position in the Client's list.
 func (n *Node) Index() int { return n.index }
 
+// Client is the go-redis client the node runs its scripts on.
+func (n *Node) Client() Client { return n.client }
+
 // Addr is the node's address, for errors and logs.
 func (n *Node) Addr() string { return n.addr }
 
@@ -62,6 +65,7 @@ type Acquired struct {
 	Holds   int64         // granted: this owner's hold count on the node
 	Fence   int64         // granted with fencing: the node's counter
 	PTTL    time.Duration // refused: the holder's remaining time, -1 when unknown
+	Holder  string        // refused: a fingerprint of the holder's owner id
 }
 
 // Acquire takes the lock key for owner's hold, or re-enters it; fenceKey is
@@ -80,19 +84,20 @@ func (n *Node) Acquire(ctx context.Context, key, fenceKey, owner, hold string, t
 }
 
 func decodeAcquired(reply []any) (Acquired, error) {
-	ints, err := int64s(reply)
-	if err != nil {
-		return Acquired{}, err
-	}
-	switch {
-	case len(ints) == 3 && ints[0] == 1:
-		return Acquired{Granted: true, Holds: ints[1], Fence: ints[2]}, nil
-	case len(ints) == 2 && ints[0] == 0:
-		pttl := time.Duration(-1)
-		if ints[1] >= 0 {
-			pttl = time.Duration(ints[1]) * time.Millisecond
+	if len(reply) == 3 {
+		if holder, ok := reply[2].(string); ok {
+			// A refusal: {0, pttl, holder}.
+			ints, err := int64s(reply[:2])
+			if err == nil && ints[0] == 0 && holder != "" {
+				pttl := time.Duration(-1)
+				if ints[1] >= 0 {
+					pttl = time.Duration(ints[1]) * time.Millisecond
+				}
+				return Acquired{PTTL: pttl, Holder: holder}, nil
+			}
+		} else if ints, err := int64s(reply); err == nil && ints[0] == 1 {
+			return Acquired{Granted: true, Holds: ints[1], Fence: ints[2]}, nil
 		}
-		return Acquired{PTTL: pttl}, nil
 	}
 	return Acquired{}, fmt.Errorf("%w to acquire: %v", ErrBadReply, reply)
 }

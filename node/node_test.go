@@ -36,7 +36,7 @@ func TestAcquireReleaseCycle(t *testing.T) {
 		t.Fatalf("re-entry = %+v, %v; want 2 holds, fence 2", got, err)
 	}
 	other, err := n.Acquire(ctx, key, fence, "owner-b", "hold-3", time.Second, true)
-	if err != nil || other.Granted || other.PTTL <= 0 || other.PTTL > time.Second {
+	if err != nil || other.Granted || other.PTTL <= 0 || other.PTTL > time.Second || len(other.Holder) != 16 {
 		t.Fatalf("other owner = %+v, %v; want refused with the holder's PTTL", other, err)
 	}
 	if value, _ := admin.Get(ctx, fence).Int(); value != 2 {

@@ -10,8 +10,10 @@
 --
 -- Reply: {1, holds, fence}  granted; holds = this owner's hold count,
 --                           fence = the counter after INCR, or 0
---        {0, pttl}          another owner holds it; pttl = its remaining
---                           milliseconds (-1: no expiry set)
+--        {0, pttl, holder}  another owner holds it; pttl = its remaining
+--                           milliseconds (-1: no expiry set), holder = a
+--                           fingerprint of the owner (not the id itself,
+--                           which would let the reader release the lock)
 -- Errors: WRONGTYPE when KEYS[1] is not a hash; "not a lock" when it is a
 --         hash without an owner.
 local holder = redis.call('HGET', KEYS[1], 'owner')
@@ -20,7 +22,7 @@ if holder == false then
     return redis.error_reply('ERR redlock: key is a hash that is not a lock')
   end
 elseif holder ~= ARGV[1] then
-  return {0, redis.call('PTTL', KEYS[1])}
+  return {0, redis.call('PTTL', KEYS[1]), string.sub(redis.sha1hex(holder), 1, 16)}
 end
 redis.call('HSET', KEYS[1], 'owner', ARGV[1], ARGV[2], 1)
 local ttl = tonumber(ARGV[3])

@@ -1,0 +1,116 @@
+package pubsub
+
+import "time"
+
+// recentNotices is how many payloads per channel are remembered to count
+// the same release arriving from several nodes.
+const recentNotices = 64
+
+// channel is the hub's state for one channel name. Guarded by Hub.mu.
+type channel struct {
+	watchers  []*Watcher
+	next      int // round-robin position for wakeOne
+	threshold int
+	idleSince time.Time // zero while watched
+	ready     []chan struct{}
+	confirmed []bool
+	recent    [recentNotices]notice
+	head      int
+}
+
+type notice struct {
+	payload string
+	count   int // nodes that published it; -1 once delivered
+}
+
+func newChannel(nodes int) *channel {
+	ch := &channel{ready: make([]chan struct{}, nodes), confirmed: make([]bool, nodes)}
+	for i := range ch.ready {
+		ch.ready[i] = make(chan struct{})
+	}
+	return ch
+}
+
+func (ch *channel) confirm(node int) {
+	if !ch.confirmed[node] {
+		ch.confirmed[node] = true
+		close(ch.ready[node])
+	}
+}
+
+func (ch *channel) unconfirm(node int) {
+	if ch.confirmed[node] {
+		ch.confirmed[node] = false
+		ch.ready[node] = make(chan struct{})
+	}
+}
+
+func (ch *channel) confirmedAll() bool {
+	for _, ok := range ch.confirmed {
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// seen counts one more node's notice of payload (add = 1), or marks it
+// delivered (add = -1). It reports whether this is the moment to wake a
+// watcher: the count just reached the threshold, or a local Notify.
+func (ch *channel) seen(payload string, add int) bool {
+	for i := range ch.recent {
+		n := &ch.recent[i]
+		if n.payload != payload || n.count == 0 {
+			continue
+		}
+		if n.count < 0 {
+			return false // delivered already
+		}
+		if add < 0 {
+			n.count = -1
+			return true
+		}
+		n.count++
+		if n.count >= ch.effectiveThreshold() {
+			n.count = -1
+			return true
+		}
+		return false
+	}
+	slot := &ch.recent[ch.head]
+	ch.head = (ch.head + 1) % recentNotices
+	*slot = notice{payload: payload, count: add}
+	if add < 0 {
+		return true
+	}
+	if add >= ch.effectiveThreshold() {
+		slot.count = -1
+		return true
+	}
+	return false
+}
+
+// effectiveThreshold lowers the threshold by the nodes whose subscription
+// is down: their notices cannot come, and waiting for them would leave the
+// watchers to their fallback timers while a node is out.
+func (ch *channel) effectiveThreshold() int {
+	down := 0
+	for _, ok := range ch.confirmed {
+		if !ok {
+			down++
+		}
+	}
+	return max(ch.threshold-down, 1)
+}
+
+// wakeOne signals the next watcher in round-robin order that has no
+// wake-up pending; if all have one, the notice is dropped (they will all
+// try anyway).
+func (ch *channel) wakeOne() {
+	for range ch.watchers {
+		ch.next = (ch.next + 1) % len(ch.watchers)
+		if ch.watchers[ch.next].signal() {
+			return
+		}
+	}
+}

@@ -1,0 +1,239 @@
+// Package pubsub turns release notices into wake-ups. A Hub keeps one
+// subscriber connection per node for all channels of a Client, with channels
+// ref-counted by their watchers, so a thousand waiters cost N connections.
+// It knows nothing of locks: a notice is a (channel, payload) pair, and a
+// watcher is woken when the same payload came from enough nodes.
+package pubsub
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// linger is how long a channel stays subscribed after its last watcher
+// left: a lock contended again soon needs no new SUBSCRIBE round.
+const linger = 5 * time.Second
+
+// Hub fans release notices of many channels from N nodes out to local
+// watchers. Its methods are safe for concurrent use.
+type Hub struct {
+	nodes   []*subscriber
+	timeout time.Duration // bound on waiting for SUBSCRIBE confirmations
+
+	mu       sync.Mutex
+	channels map[string]*channel
+	down     []bool // node's subscriber is known to be disconnected
+	closed   bool
+}
+
+// New makes a Hub over one client per node. It opens no connection until
+// the first Watch. confirmTimeout bounds how long Watch waits for the nodes
+// to confirm a new subscription.
+func New(clients []redis.UniversalClient, confirmTimeout time.Duration) *Hub {
+	h := &Hub{timeout: confirmTimeout, channels: make(map[string]*channel), down: make([]bool, len(clients))}
+	for i, client := range clients {
+		h.nodes = append(h.nodes, newSubscriber(h, i, client))
+	}
+	return h
+}
+
+// Active reports whether name is subscribed on the nodes already, so that a
+// watcher would see every notice from now on without a SUBSCRIBE round.
+func (h *Hub) Active(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch := h.channels[name]
+	return ch != nil && ch.confirmedAll()
+}
+
+// Watch registers a watcher of name, woken when a payload was published on
+// name by threshold nodes (or given to Notify). It returns once every
+// reachable node confirmed the subscription, or the confirm timeout passed,
+// or ctx is done: notices published after Watch returns are not missed.
+// The watcher must be closed with Leave.
+func (h *Hub) Watch(ctx context.Context, name string, threshold int) *Watcher {
+	w := &Watcher{hub: h, name: name, wake: make(chan struct{}, 1)}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return w // never woken: the caller falls back to its own timers
+	}
+	ch := h.channels[name]
+	if ch == nil {
+		ch = newChannel(len(h.nodes))
+		h.channels[name] = ch
+	}
+	ch.watchers = append(ch.watchers, w)
+	ch.idleSince = time.Time{}
+	if threshold < ch.threshold || ch.threshold == 0 {
+		ch.threshold = threshold
+	}
+	// Wait only for nodes not known to be down: a dead node must not
+	// cost every new watcher the confirm timeout.
+	var ready []chan struct{}
+	for i, confirmed := range ch.ready {
+		if !h.down[i] {
+			ready = append(ready, confirmed)
+		}
+	}
+	h.mu.Unlock()
+
+	for _, node := range h.nodes {
+		node.kick()
+	}
+	timer := time.NewTimer(h.timeout)
+	defer timer.Stop()
+	for _, confirmed := range ready {
+		select {
+		case <-confirmed:
+		case <-timer.C:
+			return w
+		case <-ctx.Done():
+			return w
+		}
+	}
+	return w
+}
+
+// Notify wakes one watcher of name for payload at once, and makes the
+// nodes' own notices of that payload wake no one else: a local Unlock
+// hands the lock over without waiting for the Pub/Sub round trip.
+func (h *Hub) Notify(name, payload string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch := h.channels[name]; ch != nil {
+		if ch.seen(payload, -1) {
+			ch.wakeOne()
+		}
+	}
+}
+
+// deliver is called by a node's subscriber for each message.
+func (h *Hub) deliver(name, payload string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch := h.channels[name]; ch != nil && ch.seen(payload, 1) {
+		ch.wakeOne()
+	}
+}
+
+// wakeAll wakes every watcher: a node's subscriber reconnected, so notices
+// may have been lost while it was away.
+func (h *Hub) wakeAll() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, ch := range h.channels {
+		for _, w := range ch.watchers {
+			w.signal()
+		}
+	}
+}
+
+// confirm records that node confirmed its subscription to name.
+func (h *Hub) confirm(node int, name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.down[node] = false // a confirmation proves the connection alive
+	if ch := h.channels[name]; ch != nil {
+		ch.confirm(node)
+	}
+}
+
+// setDown records whether node's subscriber lost its connection; a lost
+// connection also forgets the node's confirmations.
+func (h *Hub) setDown(node int, down bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.down[node] = down
+	if down {
+		for _, ch := range h.channels {
+			ch.unconfirm(node)
+		}
+	}
+}
+
+// wanted lists the channels every node should be subscribed to. Channels
+// without watchers for longer than linger are forgotten here, so the
+// subscribers unsubscribe them.
+func (h *Hub) wanted(now time.Time) map[string]bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	names := make(map[string]bool, len(h.channels))
+	for name, ch := range h.channels {
+		if len(ch.watchers) == 0 && !ch.idleSince.IsZero() && now.Sub(ch.idleSince) > linger {
+			delete(h.channels, name)
+			continue
+		}
+		names[name] = true
+	}
+	return names
+}
+
+func (h *Hub) leave(w *Watcher, acquired bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch := h.channels[w.name]
+	if ch == nil {
+		return
+	}
+	for i, other := range ch.watchers {
+		if other == w {
+			ch.watchers = append(ch.watchers[:i], ch.watchers[i+1:]...)
+			break
+		}
+	}
+	if len(ch.watchers) == 0 {
+		ch.idleSince = time.Now()
+	}
+	// A wake-up this watcher did not use is passed on, unless it took the
+	// lock (then the release it signalled is the one it consumed).
+	if !acquired && w.pending() {
+		ch.wakeOne()
+	}
+}
+
+// Close closes every subscriber connection and waits for their goroutines.
+// Watchers still registered are never woken again.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+	for _, node := range h.nodes {
+		node.close()
+	}
+}
+
+// Watcher is one waiter's registration on a channel.
+type Watcher struct {
+	hub  *Hub
+	name string
+	wake chan struct{} // capacity 1: one pending wake-up at most
+}
+
+// Wake delivers a value when a release notice for this watcher arrived.
+func (w *Watcher) Wake() <-chan struct{} { return w.wake }
+
+// Leave unregisters the watcher; acquired tells whether the waiter took
+// the lock.
+func (w *Watcher) Leave(acquired bool) { w.hub.leave(w, acquired) }
+
+func (w *Watcher) signal() bool {
+	select {
+	case w.wake <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *Watcher) pending() bool {
+	select {
+	case <-w.wake:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,252 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// maxRenewBatch is how many leases one renew script call carries: big
+	// enough that 10,000 leases cost 100 calls per node per cycle, small
+	// enough that one call stays well under a millisecond of server time.
+	maxRenewBatch = 100
+	// renewRetryDivisor: after a failed renewal round, the next try comes
+	// after TTL/renewRetryDivisor (there is TTL*2/3 left at most).
+	renewRetryDivisor = 10
+)
+
+// watchdog renews every lease that has renewal on, for one Client: one
+// scheduler goroutine, not one per lease, and one script call per node per
+// batch of due leases. It renews a lease every TTL/3; a renewal counts only
+// when a quorum confirmed it within the validity window.
+type watchdog struct {
+	client     *Client
+	batchLimit int
+	kick       chan struct{} // capacity 1: a lease was added
+	ctx        context.Context
+	cancel     context.CancelFunc
+	work       sync.WaitGroup // the scheduler and its batch rounds
+
+	mu      sync.Mutex
+	due     map[*Lease]time.Time // next renewal; zero while a round is in flight
+	started bool
+	closed  bool
+}
+
+func newWatchdog(c *Client) *watchdog {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &watchdog{
+		client:     c,
+		batchLimit: maxRenewBatch,
+		kick:       make(chan struct{}, 1),
+		ctx:        ctx,
+		cancel:     cancel,
+		due:        make(map[*Lease]time.Time),
+	}
+	for _, n := range c.nodes {
+		if _, plain := n.Client().(*redis.Client); !plain {
+			// A Cluster or Ring node would refuse a script over keys of
+			// different slots (CROSSSLOT): renew one lease per call there.
+			w.batchLimit = 1
+		}
+	}
+	return w
+}
+
+// add schedules l's first renewal a third of its TTL after it was granted.
+func (w *watchdog) add(l *Lease) {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.due[l] = l.acquired.Add(l.mutex.settings.ttl / 3)
+	if !w.started {
+		w.started = true
+		w.work.Go(w.run)
+	}
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// remove stops renewing l. A round already in flight for l finishes first:
+// the caller holds l.ops, which the round holds while it runs.
+func (w *watchdog) remove(l *Lease) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.due, l)
+}
+
+// close stops the scheduler and waits for it and its rounds.
+func (w *watchdog) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.cancel()
+	w.work.Wait()
+}
+
+func (w *watchdog) run() {
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		batches, wake := w.collect(time.Now())
+		for _, batch := range batches {
+			w.work.Go(func() { w.renew(batch) })
+		}
+		timer.Reset(wake)
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-w.kick:
+		case <-timer.C:
+		}
+	}
+}
+
+// collect takes the leases due now, or due within a fifteenth of their
+// TTL (renewing a little early lets more leases share a call), marks them
+// in flight and cuts them into batches. It returns how long to sleep until
+// the next lease is due.
+func (w *watchdog) collect(now time.Time) ([][]*Lease, time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var due []*Lease
+	sleep := time.Hour
+	for l, at := range w.due {
+		if at.IsZero() {
+			continue // in flight
+		}
+		if !at.After(now.Add(l.mutex.settings.ttl / 15)) {
+			due = append(due, l)
+			w.due[l] = time.Time{}
+			continue
+		}
+		sleep = min(sleep, at.Sub(now))
+	}
+	var batches [][]*Lease
+	for len(due) > 0 {
+		size := min(len(due), w.batchLimit)
+		batches = append(batches, due[:size])
+		due = due[size:]
+	}
+	return batches, sleep
+}
+
+// reschedule sets l's next renewal, unless it was removed meanwhile, and
+// wakes the scheduler, which may be asleep with every lease in flight.
+func (w *watchdog) reschedule(l *Lease, at time.Time) {
+	w.mu.Lock()
+	if _, ok := w.due[l]; ok {
+		w.due[l] = at
+	}
+	w.mu.Unlock()
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// renew runs one renewal round for a batch of leases: one call per node.
+func (w *watchdog) renew(batch []*Lease) {
+	c := w.client
+	leases := make([]*Lease, 0, len(batch))
+	for _, l := range batch {
+		if !l.ops.TryLock() {
+			// Unlock or Extend is running on it: look again shortly.
+			w.reschedule(l, time.Now().Add(l.mutex.settings.ttl/renewRetryDivisor))
+			continue
+		}
+		if l.Err() != nil {
+			l.ops.Unlock()
+			continue
+		}
+		leases = append(leases, l)
+	}
+	if len(leases) == 0 {
+		return
+	}
+	defer func() {
+		for _, l := range leases {
+			l.ops.Unlock()
+		}
+	}()
+	items := make([]node.Renewal, len(leases))
+	need := 0
+	timeout := time.Duration(0)
+	for i, l := range leases {
+		s := &l.mutex.settings
+		items[i] = node.Renewal{Key: l.mutex.keys.lock, Owner: l.owner, Hold: l.hold, TTL: s.ttl}
+		need = max(need, s.quorumOf(len(c.nodes)))
+		timeout = max(timeout, s.nodeTimeout)
+	}
+	start := time.Now()
+	round := quorum.Start(w.ctx, timeout, len(c.nodes), need, &c.background,
+		func(ctx context.Context, i int) quorum.Reply[[]node.Renewed] {
+			renewed, err := c.nodes[i].Renew(ctx, items)
+			if err != nil {
+				return quorum.Reply[[]node.Renewed]{Vote: quorum.Failed, Err: err}
+			}
+			return quorum.Reply[[]node.Renewed]{Vote: quorum.Yes, Value: renewed}
+		})
+	// Decide each lease as soon as enough nodes answered, then wait for the
+	// stragglers before letting Unlock run (their renewal would otherwise
+	// land after the release and re-create the key).
+	decided := make([]bool, len(leases))
+	w.settle(leases, decided, round.Wait(w.ctx), start, false)
+	waitAll, cancel := context.WithTimeout(w.ctx, timeout)
+	defer cancel()
+	w.settle(leases, decided, round.WaitAll(waitAll), start, true)
+}
+
+// settle applies a round's tally to the leases not decided yet; final
+// decides them all.
+func (w *watchdog) settle(leases []*Lease, decided []bool, tally quorum.Tally[[]node.Renewed], start time.Time, final bool) {
+	c := w.client
+	n := len(c.nodes)
+	for i, l := range leases {
+		if decided[i] {
+			continue
+		}
+		s := &l.mutex.settings
+		need := s.quorumOf(n)
+		refreshed, taken := 0, 0
+		var nodeErrs []error
+		for index, reply := range tally.Replies {
+			switch {
+			case reply.Vote == quorum.Yes && reply.Value[i] == node.Refreshed:
+				refreshed++
+			case reply.Vote == quorum.Yes && reply.Value[i] == node.Taken:
+				taken++
+			case reply.Vote == quorum.Failed && final:
+				nodeErrs = append(nodeErrs, c.nodeError(s, index, reply.Err))
+			}
+		}
+		switch {
+		case refreshed >= need && l.renewed(start):
+			decided[i] = true
+			w.reschedule(l, start.Add(s.ttl/3))
+		case taken > n-need:
+			// Another owner holds it on enough nodes that this lease can
+			// never be renewed: it is lost now, not at Until.
+			decided[i] = true
+			l.lose(fmt.Errorf("%w: another owner holds it on %d of %d nodes", ErrLost, taken, n))
+		case final:
+			decided[i] = true
+			if len(nodeErrs) > 0 {
+				s.logger.Warn("redlock: renewal missed its quorum", "lock", l.mutex.name,
+					"renewed", refreshed, "need", need, "err", noQuorum(refreshed, need, nodeErrs))
+			}
+			w.reschedule(l, time.Now().Add(max(s.ttl/renewRetryDivisor, time.Millisecond)))
+		}
+	}
+}
