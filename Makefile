@@ -17,9 +17,14 @@ test: fmt-check vet
 demo:
 	$(GO) run ./cmd/redlock demo
 
-## bench: lock+unlock latency at N=1,3,5 (medians: compare runs with benchstat).
+## bench: lock+unlock latency at N=1,3,5, then the contended handoff and idle
+## waiter comparison with go-redsync/redsync (bench/, a nested module), each
+## summarized by benchstat over COUNT runs (default 5).
+COUNT ?= 5
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 2000x -count 5 . | tee bench.out
+	$(GO) test -run '^$$' -bench . -benchtime 2000x -count $(COUNT) . | tee bench.out
+	$(GO) run golang.org/x/perf/cmd/benchstat@latest bench.out
+	COUNT=$(COUNT) ./bench/run.sh
 
 vet:
 	$(GO) vet $(PKGS)

@@ -29,6 +29,8 @@ type Lease struct {
 	// renewal, Unlock), so that no renewal can land after the release.
 	ops sync.Mutex
 
+	gateOnce sync.Once // the lease leaves its Client's gate once, at release or loss
+
 	mu       sync.Mutex
 	until    time.Time
 	err      error       // nil while held; ErrLost, ErrReleased or ErrClosed after
@@ -141,6 +143,7 @@ func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 	l.mutex.client.watchdog.remove(l)
 	defer l.mutex.client.untrack(l)
 	defer l.cancel(cause)
+	defer l.leaveGate() // after the release: the next local owner finds the lock free
 
 	m, c := l.mutex, l.mutex.client
 	need := m.settings.quorumOf(len(c.nodes))
@@ -161,11 +164,6 @@ func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 		tally = round.WaitAll(ctx)
 	}
 	err := l.releaseResult(tally, need)
-	if err == nil && lockDeleted(tally) {
-		// Hand over to a local waiter now; the nodes' notices of this
-		// release will wake no one else.
-		c.hub.Notify(m.keys.channel, l.hold)
-	}
 	if hook := m.settings.observer.Released; hook != nil {
 		hook(ReleasedEvent{Name: m.name, Held: started.Sub(l.acquired), Err: err})
 	}
@@ -194,13 +192,8 @@ func (l *Lease) releaseResult(tally quorum.Tally[node.Released], need int) error
 	return noQuorum(tally.Yes, need, nodeErrs)
 }
 
-func lockDeleted(tally quorum.Tally[node.Released]) bool {
-	for _, reply := range tally.Replies {
-		if reply.Vote == quorum.Yes && reply.Value == node.LockDeleted {
-			return true
-		}
-	}
-	return false
+func (l *Lease) leaveGate() {
+	l.gateOnce.Do(func() { l.mutex.client.gates.leave(l.mutex.keys.lock) })
 }
 
 // lateAcquire receives the answers of acquire calls that arrived after
@@ -328,6 +321,7 @@ func (l *Lease) lose(cause error) {
 	l.mu.Unlock()
 	l.cancel(cause)
 	l.mutex.client.watchdog.remove(l)
+	l.leaveGate()
 	s := &l.mutex.settings
 	s.logger.Warn("redlock: lease lost", "lock", l.mutex.name, "owner", l.owner, "err", cause)
 	if hook := s.observer.Lost; hook != nil {

@@ -63,29 +63,45 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
 		owner = reentrant.NewID()
 	}
 	began := time.Now()
+	if err := c.gates.enter(ctx, c.done, m.keys.lock, owner, wait); err != nil {
+		switch {
+		case errors.Is(err, ErrClosed):
+			return nil, ErrClosed
+		case ctx.Err() != nil:
+			return nil, gaveUp(ctx, nil)
+		}
+		return nil, fmt.Errorf("%w: another owner of this client holds it or is acquiring it", ErrNotAcquired)
+	}
 	need := m.settings.quorumOf(len(c.nodes))
 	var watcher *pubsub.Watcher
 	if wait && c.hub.Active(m.keys.channel) {
 		// Subscribed already: watch before the first attempt, at no cost.
 		watcher = c.hub.Watch(ctx, m.keys.channel, need)
 	}
+	// leave ends the wait: the watcher goes, and so does the gate entry
+	// unless a lease took it over (the lease leaves it when it ends).
 	leave := func(acquired bool) {
 		if watcher != nil {
 			watcher.Leave(acquired)
 		}
+		if !acquired {
+			c.gates.leave(m.keys.lock)
+		}
 	}
 	pacer := m.newPacer()
+	contended := false // the last attempt split the votes or lost the lead
 	for {
 		if err := ctx.Err(); err != nil {
 			leave(false)
 			return nil, gaveUp(ctx, nil)
 		}
-		lease, outcome := m.attempt(ctx, owner)
+		lease, outcome := m.attempt(ctx, owner, contended)
 		if lease != nil && ctx.Err() != nil {
 			// Granted just as ctx ended: the caller has stopped waiting and
-			// would never unlock it, so give it back (as x/sync/semaphore does).
+			// would never unlock it, so give it back (as x/sync/semaphore
+			// does). The release leaves the gate.
+			leave(true)
 			_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
-			leave(false)
 			return nil, gaveUp(ctx, nil)
 		}
 		if lease != nil {
@@ -113,6 +129,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
 			return nil, outcome.err
 		}
 		timer := time.NewTimer(delay)
+		contended = outcome.split || outcome.leadLost
 		select {
 		case <-watcher.Wake():
 		case <-timer.C:
@@ -141,32 +158,58 @@ func gaveUp(ctx context.Context, last error) error {
 
 // outcome describes a failed attempt.
 type outcome struct {
-	votes   int
-	held    bool          // one other owner holds it on enough nodes to block us
-	split   bool          // no owner can have a quorum: contenders split the votes
-	minPTTL time.Duration // the blocking holder's smallest remaining TTL; -1 if unknown
-	err     error
+	votes    int
+	held     bool          // one other owner holds it on enough nodes to block us
+	leadLost bool          // another contender took the lead node first
+	split    bool          // no owner can have a quorum: contenders split the votes
+	minPTTL  time.Duration // the blocking holder's smallest remaining TTL; -1 if unknown
+	err      error
 }
 
 // attempt is one round: the acquire script on every node at once. It
 // returns a lease when a quorum granted within the validity window.
 // Otherwise it undoes every grant (and every call whose fate is unknown)
 // before it returns, so a failed attempt leaves nothing locked.
-func (m *Mutex) attempt(ctx context.Context, owner string) (*Lease, outcome) {
+func (m *Mutex) attempt(ctx context.Context, owner string, leadFirst bool) (*Lease, outcome) {
 	c, s := m.client, &m.settings
 	hold := reentrant.NewID()
 	need := s.quorumOf(len(c.nodes))
+	acquire := func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
+		acquired, err := c.nodes[i].Acquire(ctx, m.keys.lock, m.keys.fence, owner, hold, s.ttl, s.fencing)
+		c.health.record(i, err)
+		switch {
+		case err != nil:
+			return quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: err}
+		case acquired.Granted:
+			return quorum.Reply[node.Acquired]{Vote: quorum.Yes, Value: acquired}
+		}
+		return quorum.Reply[node.Acquired]{Vote: quorum.No, Value: acquired}
+	}
 	start := time.Now()
+	lead, leadReply := -1, quorum.Reply[node.Acquired]{}
+	if leadFirst && len(c.nodes) > 1 {
+		// Right after a release every waiting client tries at once; if all
+		// sent to every node, the nodes would split their votes between
+		// them. Asking one agreed node first lets its winner alone go on,
+		// and costs each loser one call.
+		lead = c.health.lead()
+		leadCtx, cancel := context.WithTimeout(ctx, s.nodeTimeout)
+		leadReply = acquire(leadCtx, lead)
+		cancel()
+		switch leadReply.Vote {
+		case quorum.No:
+			return nil, outcome{leadLost: true, minPTTL: leadReply.Value.PTTL,
+				err: fmt.Errorf("%w: another owner took node %d first", ErrNotAcquired, lead)}
+		case quorum.Failed:
+			lead = -1 // ask every node, this one again too (same hold: harmless)
+		}
+	}
 	round := quorum.Start(ctx, s.roundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
-			acquired, err := c.nodes[i].Acquire(ctx, m.keys.lock, m.keys.fence, owner, hold, s.ttl, s.fencing)
-			switch {
-			case err != nil:
-				return quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: err}
-			case acquired.Granted:
-				return quorum.Reply[node.Acquired]{Vote: quorum.Yes, Value: acquired}
+			if i == lead {
+				return leadReply
 			}
-			return quorum.Reply[node.Acquired]{Vote: quorum.No, Value: acquired}
+			return acquire(ctx, i)
 		})
 	tally := round.Wait(ctx)
 	until := validUntil(start, s.ttl, s.driftFactor)

@@ -22,6 +22,8 @@ type Client struct {
 	defaults settings
 	owned    []redis.UniversalClient // made by Dial; closed by Close
 	hub      *pubsub.Hub             // release notices → waiter wake-ups
+	gates    gates                   // local queue per lock: one contender per Client
+	health   *health                 // which nodes answer: picks the lead node
 	watchdog *watchdog               // renews every lease with the watchdog on
 
 	// background tracks every goroutine the Client starts (stragglers of a
@@ -58,6 +60,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		c.nodes = append(c.nodes, node.New(i, addrOf(client), client))
 	}
 	c.hub = pubsub.New(nodes, defaults.nodeTimeout)
+	c.health = newHealth(len(nodes))
 	c.watchdog = newWatchdog(c)
 	return c, nil
 }

@@ -51,6 +51,8 @@ func (m *Mutex) newPacer() *pacer {
 //     a row, so contenders stop colliding (no livelock).
 //   - While another owner holds the lock: its remaining TTL (the notice of
 //     its release normally comes first), capped by WithRetry's BackOff.
+//   - After losing the lead node to another contender: the exponential
+//     backoff, capped by the lead's TTL and WithRetry's BackOff.
 //   - Otherwise (node errors): WithRetry's BackOff, or an exponential one.
 func (p *pacer) next(o outcome) (time.Duration, bool) {
 	if o.split {
@@ -62,6 +64,15 @@ func (p *pacer) next(o outcome) (time.Duration, bool) {
 	wait := time.Duration(-1)
 	if o.held && o.minPTTL >= 0 {
 		wait = o.minPTTL + pttlMargin
+	}
+	if o.leadLost {
+		// Whoever took the lead node may still lose the round (and its
+		// partial release wakes no one): look again soon, less often each
+		// time, and never later than the lead's TTL.
+		wait = p.fallback.NextBackOff()
+		if o.minPTTL >= 0 {
+			wait = min(wait, o.minPTTL+pttlMargin)
+		}
 	}
 	if p.retry != nil {
 		b := p.retry.NextBackOff()

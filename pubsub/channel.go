@@ -54,10 +54,9 @@ func (ch *channel) confirmedAll() bool {
 	return true
 }
 
-// seen counts one more node's notice of payload (add = 1), or marks it
-// delivered (add = -1). It reports whether this is the moment to wake a
-// watcher: the count just reached the threshold, or a local Notify.
-func (ch *channel) seen(payload string, add int) bool {
+// seen counts one more node's notice of payload and reports whether this
+// is the moment to wake a watcher: the count just reached the threshold.
+func (ch *channel) seen(payload string) bool {
 	for i := range ch.recent {
 		n := &ch.recent[i]
 		if n.payload != payload || n.count == 0 {
@@ -65,10 +64,6 @@ func (ch *channel) seen(payload string, add int) bool {
 		}
 		if n.count < 0 {
 			return false // delivered already
-		}
-		if add < 0 {
-			n.count = -1
-			return true
 		}
 		n.count++
 		if n.count >= ch.effectiveThreshold() {
@@ -79,11 +74,8 @@ func (ch *channel) seen(payload string, add int) bool {
 	}
 	slot := &ch.recent[ch.head]
 	ch.head = (ch.head + 1) % recentNotices
-	*slot = notice{payload: payload, count: add}
-	if add < 0 {
-		return true
-	}
-	if add >= ch.effectiveThreshold() {
+	*slot = notice{payload: payload, count: 1}
+	if ch.effectiveThreshold() <= 1 {
 		slot.count = -1
 		return true
 	}

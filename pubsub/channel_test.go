@@ -10,24 +10,22 @@ func TestChannel_seen_wakesOncePerReleaseAtThreshold(t *testing.T) {
 	}
 	steps := []struct {
 		payload string
-		add     int
 		want    bool
 	}{
-		{"a", 1, false},
-		{"a", 1, false},
-		{"a", 1, true}, // third node: a quorum released
-		{"a", 1, false},
-		{"a", 1, false},
-		{"b", -1, true}, // local Notify wakes at once
-		{"b", 1, false}, // and the nodes' notices of it wake no one
-		{"b", 1, false},
-		{"b", 1, false},
-		{"c", 1, false}, // a failed contender's partial release: one or two nodes
-		{"c", 1, false},
+		{"a", false},
+		{"b", false}, // notices of two releases interleave
+		{"a", false},
+		{"a", true}, // third node: a quorum released
+		{"a", false},
+		{"a", false},
+		{"b", false},
+		{"b", true},
+		{"c", false}, // a failed contender's partial release: one or two nodes
+		{"c", false},
 	}
 	for i, step := range steps {
-		if got := ch.seen(step.payload, step.add); got != step.want {
-			t.Fatalf("step %d (%s %+d): %v, want %v", i, step.payload, step.add, got, step.want)
+		if got := ch.seen(step.payload); got != step.want {
+			t.Fatalf("step %d (%s): %v, want %v", i, step.payload, got, step.want)
 		}
 	}
 }

@@ -50,7 +50,7 @@ func (h *Hub) Active(name string) bool {
 }
 
 // Watch registers a watcher of name, woken when a payload was published on
-// name by threshold nodes (or given to Notify). It returns once every
+// name by threshold nodes. It returns once every
 // reachable node confirmed the subscription, or the confirm timeout passed,
 // or ctx is done: notices published after Watch returns are not missed.
 // The watcher must be closed with Leave.
@@ -98,24 +98,11 @@ func (h *Hub) Watch(ctx context.Context, name string, threshold int) *Watcher {
 	return w
 }
 
-// Notify wakes one watcher of name for payload at once, and makes the
-// nodes' own notices of that payload wake no one else: a local Unlock
-// hands the lock over without waiting for the Pub/Sub round trip.
-func (h *Hub) Notify(name, payload string) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if ch := h.channels[name]; ch != nil {
-		if ch.seen(payload, -1) {
-			ch.wakeOne()
-		}
-	}
-}
-
 // deliver is called by a node's subscriber for each message.
 func (h *Hub) deliver(name, payload string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if ch := h.channels[name]; ch != nil && ch.seen(payload, 1) {
+	if ch := h.channels[name]; ch != nil && ch.seen(payload) {
 		ch.wakeOne()
 	}
 }

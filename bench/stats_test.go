@@ -1,0 +1,90 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// commandCount sums INFO stats total_commands_processed over the nodes.
+// Redis counts the commands a Lua script runs (redis.call) as well as the
+// EVAL/EVALSHA itself, so this is work done by the servers, not round trips;
+// callCounter counts the round trips.
+func (s *nodes) commandCount(ctx context.Context) (int64, error) {
+	var total int64
+	for i, admin := range s.admins {
+		info, err := admin.Info(ctx, "stats").Result()
+		if err != nil {
+			return 0, fmt.Errorf("node %d: INFO stats: %w", i, err)
+		}
+		n, err := totalCommands(info)
+		if err != nil {
+			return 0, fmt.Errorf("node %d: %w", i, err)
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// commandsBetween is the commands the nodes processed between two
+// commandCount calls, without the INFO calls themselves: a node counts an
+// INFO after answering it, so the first snapshot's INFO (one per node) is in
+// the difference and the second one's is not.
+func (s *nodes) commandsBetween(before, after int64) int64 {
+	return after - before - int64(len(s.admins))
+}
+
+func totalCommands(info string) (int64, error) {
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if value, ok := strings.CutPrefix(line, "total_commands_processed:"); ok {
+			return strconv.ParseInt(value, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("INFO stats has no total_commands_processed")
+}
+
+// callCounter is a go-redis hook that counts the commands a library sends
+// (one per command, also inside pipelines; a retried command counts once).
+type callCounter struct{ n atomic.Int64 }
+
+func (c *callCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (c *callCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		c.n.Add(1)
+		return next(ctx, cmd)
+	}
+}
+
+func (c *callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		c.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+// percentile returns the nearest-rank q-quantile (0 < q <= 1) of sorted
+// durations, or 0 when there are none.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(rank, 0), len(sorted)-1)]
+}
+
+func sortedCopy(d []time.Duration) []time.Duration {
+	out := slices.Clone(d)
+	slices.Sort(out)
+	return out
+}
+
+func micros(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
