@@ -29,11 +29,16 @@ func testContext(t *testing.T) context.Context {
 	return ctx
 }
 
-func mustLock(t *testing.T, ctx context.Context, m *redlock.Mutex) *redlock.Lease {
+// locker is a Mutex or a MultiMutex.
+type locker interface {
+	Lock(context.Context) (*redlock.Lease, error)
+}
+
+func mustLock(t *testing.T, ctx context.Context, m locker) *redlock.Lease {
 	t.Helper()
 	lease, err := m.Lock(ctx)
 	if err != nil {
-		t.Fatalf("Lock(%s): %v", m.Name(), err)
+		t.Fatalf("Lock: %v", err)
 	}
 	return lease
 }

@@ -31,6 +31,11 @@ type Lease struct {
 
 	gateOnce sync.Once // the lease leaves its Client's gate once, at release or loss
 
+	// A Multi lease has parts and no mutex of its own; stops end its
+	// watch on the parts' contexts.
+	parts []*Lease
+	stops []func() bool
+
 	mu       sync.Mutex
 	until    time.Time
 	err      error       // nil while held; ErrLost, ErrReleased or ErrClosed after
@@ -48,13 +53,6 @@ func newLease(parent context.Context, m *Mutex, owner, hold string, start, until
 		ctx:      ctx,
 		cancel:   cancel,
 		until:    until,
-	}
-	if m.settings.fencing {
-		for _, reply := range tally.Replies {
-			if reply.Vote == quorum.Yes && uint64(reply.Value.Fence) > l.token {
-				l.token = uint64(reply.Value.Fence)
-			}
-		}
 	}
 	// Under mu: the timer may fire before AfterFunc returns.
 	l.mu.Lock()
@@ -83,6 +81,9 @@ func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
 // Err is nil while the lease is held, ErrLost once it was lost, ErrReleased
 // after Unlock, ErrClosed after the Client's Close.
 func (l *Lease) Err() error {
+	if l.parts != nil {
+		return l.multiErr()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
@@ -93,13 +94,17 @@ func (l *Lease) Err() error {
 // than the drift factor). It moves forward with each quorum renewal. Past
 // it, the lease is lost; Context is cancelled then at the latest.
 func (l *Lease) Until() time.Time {
+	if l.parts != nil {
+		return l.multiUntil()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
 }
 
 // Token is the fencing token of this grant (with WithFencing; 0 without):
-// strictly increasing per lock name. Give it to the resource the lock
+// strictly increasing per lock name. A Multi lease's is its first part's
+// (in lock order). Give it to the resource the lock
 // protects, and have the resource refuse a token lower than one it saw.
 func (l *Lease) Token() uint64 { return l.token }
 
@@ -115,6 +120,9 @@ func (l *Lease) Owner() string { return l.owner }
 func (l *Lease) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	if l.parts != nil {
+		return l.multiRelease(ctx)
 	}
 	return l.release(ctx, ErrReleased, false)
 }
@@ -150,7 +158,7 @@ func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 	started := time.Now()
 	round := quorum.Start(context.WithoutCancel(ctx), m.settings.roundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Released] {
-			released, err := c.nodes[i].Release(ctx, m.keys.lock, m.keys.channel, l.owner, l.hold)
+			released, err := m.releaseOn(ctx, i, l.owner, l.hold)
 			switch {
 			case err != nil:
 				return quorum.Reply[node.Released]{Vote: quorum.Failed, Err: err}
@@ -199,6 +207,10 @@ func (l *Lease) leaveGate() {
 // lateAcquire receives the answers of acquire calls that arrived after
 // Lock returned: a grant that lands after the lease was released is undone.
 func (l *Lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
+	if reply.Vote != quorum.Yes && l.mutex.settings.fair {
+		// Refused late: the node queued us; we hold the lock, so leave.
+		l.mutex.leaveQueue(context.Background(), []int{i}, l.owner)
+	}
 	if reply.Vote == quorum.No {
 		return
 	}
@@ -219,6 +231,9 @@ func (l *Lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 func (l *Lease) Extend(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	if l.parts != nil {
+		return l.multiExtend(ctx)
 	}
 	l.ops.Lock()
 	defer l.ops.Unlock()

@@ -20,6 +20,9 @@ type quietRedis struct{}
 func (quietRedis) Printf(context.Context, string, ...any) {}
 
 func TestMain(m *testing.M) {
+	if urls := os.Getenv("REDLOCK_FAIR_WAITER"); urls != "" {
+		runFairWaiter(urls) // a child process of TestFair_killedWaiter...
+	}
 	redis.SetLogger(quietRedis{})
 	// Examples need real nodes and cannot skip themselves: without
 	// redis-server they are skipped here, loudly, unless Redis is required.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/node"
-	"github.com/quorumlock/redlock/pubsub"
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/reentrant"
 )
@@ -44,108 +43,6 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	return m.acquire(ctx, false)
 }
 
-func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
-	if m.err != nil {
-		return nil, m.err
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrConfig)
-	}
-	c := m.client
-	if c.isClosed() {
-		return nil, ErrClosed
-	}
-	owner, explicit := reentrant.Owner(ctx)
-	if explicit && owner == "" {
-		return nil, fmt.Errorf("%w: empty owner in context", ErrConfig)
-	}
-	if !explicit {
-		owner = reentrant.NewID()
-	}
-	began := time.Now()
-	if err := c.gates.enter(ctx, c.done, m.keys.lock, owner, wait); err != nil {
-		switch {
-		case errors.Is(err, ErrClosed):
-			return nil, ErrClosed
-		case ctx.Err() != nil:
-			return nil, gaveUp(ctx, nil)
-		}
-		return nil, fmt.Errorf("%w: another owner of this client holds it or is acquiring it", ErrNotAcquired)
-	}
-	need := m.settings.quorumOf(len(c.nodes))
-	var watcher *pubsub.Watcher
-	if wait && c.hub.Active(m.keys.channel) {
-		// Subscribed already: watch before the first attempt, at no cost.
-		watcher = c.hub.Watch(ctx, m.keys.channel, need)
-	}
-	// leave ends the wait: the watcher goes, and so does the gate entry
-	// unless a lease took it over (the lease leaves it when it ends).
-	leave := func(acquired bool) {
-		if watcher != nil {
-			watcher.Leave(acquired)
-		}
-		if !acquired {
-			c.gates.leave(m.keys.lock)
-		}
-	}
-	pacer := m.newPacer()
-	contended := false // the last attempt split the votes or lost the lead
-	for {
-		if err := ctx.Err(); err != nil {
-			leave(false)
-			return nil, gaveUp(ctx, nil)
-		}
-		lease, outcome := m.attempt(ctx, owner, contended)
-		if lease != nil && ctx.Err() != nil {
-			// Granted just as ctx ended: the caller has stopped waiting and
-			// would never unlock it, so give it back (as x/sync/semaphore
-			// does). The release leaves the gate.
-			leave(true)
-			_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
-			return nil, gaveUp(ctx, nil)
-		}
-		if lease != nil {
-			leave(true)
-			if err := c.track(lease); err != nil {
-				_ = lease.release(context.WithoutCancel(ctx), ErrClosed, true)
-				return nil, err
-			}
-			m.observeAcquired(lease, time.Since(began), outcome.votes)
-			return lease, nil
-		}
-		if !wait || errors.Is(outcome.err, ErrConfig) {
-			leave(false)
-			return nil, outcome.err
-		}
-		if watcher == nil {
-			// Subscribe, then try again at once: a release between the
-			// failed attempt and the subscription must not be missed.
-			watcher = c.hub.Watch(ctx, m.keys.channel, need)
-			continue
-		}
-		delay, ok := pacer.next(outcome)
-		if !ok {
-			leave(false)
-			return nil, outcome.err
-		}
-		timer := time.NewTimer(delay)
-		contended = outcome.split || outcome.leadLost
-		select {
-		case <-watcher.Wake():
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			leave(false)
-			return nil, gaveUp(ctx, outcome.err)
-		case <-c.done:
-			timer.Stop()
-			leave(false)
-			return nil, ErrClosed
-		}
-		timer.Stop()
-	}
-}
-
 // gaveUp is the error of a Lock whose ctx ended: it matches ErrNotAcquired,
 // the ctx's error, and the last attempt's error when there was one.
 func gaveUp(ctx context.Context, last error) error {
@@ -170,12 +67,18 @@ type outcome struct {
 // returns a lease when a quorum granted within the validity window.
 // Otherwise it undoes every grant (and every call whose fate is unknown)
 // before it returns, so a failed attempt leaves nothing locked.
-func (m *Mutex) attempt(ctx context.Context, owner string, leadFirst bool) (*Lease, outcome) {
+func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, outcome) {
 	c, s := m.client, &m.settings
-	hold := reentrant.NewID()
+	owner, hold := k.owner, reentrant.NewID()
 	need := s.quorumOf(len(c.nodes))
 	acquire := func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
-		acquired, err := c.nodes[i].Acquire(ctx, m.keys.lock, m.keys.fence, owner, hold, s.ttl, s.fencing)
+		var acquired node.Acquired
+		var err error
+		if s.fair {
+			acquired, err = c.nodes[i].AcquireFair(ctx, m.keys.fair(), m.keys.channel, owner, hold, s.ttl, s.fencing, k.ticket, s.queueTimeout)
+		} else {
+			acquired, err = c.nodes[i].Acquire(ctx, m.keys.lock, m.keys.fence, owner, hold, s.ttl, s.fencing)
+		}
 		c.health.record(i, err)
 		switch {
 		case err != nil:
@@ -216,6 +119,13 @@ func (m *Mutex) attempt(ctx context.Context, owner string, leadFirst bool) (*Lea
 	if tally.Yes >= need && time.Now().Before(until) && ctx.Err() == nil {
 		lease := newLease(ctx, m, owner, hold, start, until, tally)
 		round.Detach(lease.lateAcquire)
+		if s.fencing {
+			if err := lease.publishToken(ctx, tally); err != nil {
+				_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
+				return nil, outcome{votes: tally.Yes, err: err}
+			}
+		}
+		k.granted = tally
 		return lease, outcome{votes: tally.Yes}
 	}
 
@@ -227,6 +137,9 @@ func (m *Mutex) attempt(ctx context.Context, owner string, leadFirst bool) (*Lea
 	answered := round.Detach(func(i int, reply quorum.Reply[node.Acquired]) {
 		if reply.Vote != quorum.No {
 			m.releaseNode(undo, i, owner, hold)
+		}
+		if m.settings.fair && k.wait == false {
+			m.leaveQueue(undo, []int{i}, owner) // TryLock's late answer may have queued it
 		}
 	})
 	var mayHold []int
@@ -293,10 +206,15 @@ func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acq
 // releaseNodes drops hold on the given nodes and waits for their answers
 // (each bounded by the node timeout).
 func (m *Mutex) releaseNodes(ctx context.Context, nodes []int, owner, hold string) {
+	m.onNodes(ctx, nodes, func(ctx context.Context, i int) { m.releaseNode(ctx, i, owner, hold) })
+}
+
+// onNodes runs fn on the given nodes at once and waits for all of them.
+func (m *Mutex) onNodes(ctx context.Context, nodes []int, fn func(ctx context.Context, i int)) {
 	done := make(chan struct{}, len(nodes))
 	for _, i := range nodes {
 		m.client.background.Go(func() {
-			m.releaseNode(ctx, i, owner, hold)
+			fn(ctx, i)
 			done <- struct{}{}
 		})
 	}
@@ -305,14 +223,23 @@ func (m *Mutex) releaseNodes(ctx context.Context, nodes []int, owner, hold strin
 	}
 }
 
+// releaseNode drops hold on node i; a fair lock's notice names the next
+// waiter.
 func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string) {
 	ctx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
 	defer cancel()
-	if _, err := m.client.nodes[i].Release(ctx, m.keys.lock, m.keys.channel, owner, hold); err != nil {
+	if _, err := m.releaseOn(ctx, i, owner, hold); err != nil {
 		m.client.nodeError(&m.settings, i, err)
 		m.settings.logger.Warn("redlock: release failed; the hold expires at its TTL",
 			"lock", m.name, "node", i, "err", err)
 	}
+}
+
+func (m *Mutex) releaseOn(ctx context.Context, i int, owner, hold string) (node.Released, error) {
+	if m.settings.fair {
+		return m.client.nodes[i].ReleaseFair(ctx, m.keys.fair(), m.keys.channel, owner, hold)
+	}
+	return m.client.nodes[i].Release(ctx, m.keys.lock, m.keys.channel, owner, hold)
 }
 
 func (m *Mutex) observeAcquired(lease *Lease, wait time.Duration, votes int) {

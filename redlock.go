@@ -24,6 +24,7 @@ type Client struct {
 	hub      *pubsub.Hub             // release notices → waiter wake-ups
 	gates    gates                   // local queue per lock: one contender per Client
 	health   *health                 // which nodes answer: picks the lead node
+	tickets  tickets                 // fair-mode queue positions
 	watchdog *watchdog               // renews every lease with the watchdog on
 
 	// background tracks every goroutine the Client starts (stragglers of a
@@ -152,6 +153,15 @@ func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 	return m
 }
 
+// nodeAddrs names the node set, to order Multi's parts across Clients.
+func (c *Client) nodeAddrs() string {
+	addrs := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		addrs[i] = n.Addr()
+	}
+	return strings.Join(addrs, ",")
+}
+
 // track registers a lease so Close can release it; it fails once closed.
 func (c *Client) track(lease *Lease) error {
 	c.mu.Lock()
@@ -188,6 +198,10 @@ func (c *Client) nodeError(s *settings, index int, err error) *NodeError {
 // every key of a lock lands in one Redis Cluster slot.
 type keys struct {
 	lock, fence, queue, alive, channel string
+}
+
+func (k keys) fair() node.FairKeys {
+	return node.FairKeys{Lock: k.lock, Fence: k.fence, Queue: k.queue, Alive: k.alive}
 }
 
 func keysFor(prefix, name string) keys {

@@ -71,13 +71,25 @@ type lib struct {
 
 // libsFor lists the sub-benchmarks: "redlock" shares one Client among all
 // workers (goroutines of one process), "redlock-<N>clients" gives each worker
-// its own Client and connections (separate processes), "redsync" gives each
-// worker its own Mutex over shared pools, with redsync's default retry delay.
+// its own Client and connections (separate processes), the "-fair" variants
+// the same with WithFair, "redsync" gives each worker its own Mutex over
+// shared pools, with redsync's default retry delay.
 func libsFor(workers int) []lib {
 	return []lib{
-		{"redlock", setupRedlock},
-		{fmt.Sprintf("redlock-%dclients", workers), setupRedlockPerWorker},
+		{"redlock", redlockWith(setupRedlock)},
+		{fmt.Sprintf("redlock-%dclients", workers), redlockWith(setupRedlockPerWorker)},
+		{"redlock-fair", redlockWith(setupRedlock, redlock.WithFair())},
+		{fmt.Sprintf("redlock-fair-%dclients", workers), redlockWith(setupRedlockPerWorker, redlock.WithFair())},
 		{"redsync", setupRedsync},
+	}
+}
+
+type redlockSetup func(set *nodes, workers int, name string, hold time.Duration, opts ...redlock.Option) (*rig, error)
+
+// redlockWith fixes the options of a setup.
+func redlockWith(setup redlockSetup, opts ...redlock.Option) func(*nodes, int, string, time.Duration) (*rig, error) {
+	return func(set *nodes, workers int, name string, hold time.Duration) (*rig, error) {
+		return setup(set, workers, name, hold, opts...)
 	}
 }
 
@@ -91,9 +103,9 @@ func (l redlockLocker) lock(ctx context.Context) (func() error, error) {
 	return func() error { return lease.Unlock(context.Background()) }, nil
 }
 
-func setupRedlock(set *nodes, workers int, name string, _ time.Duration) (*rig, error) {
+func setupRedlock(set *nodes, workers int, name string, _ time.Duration, opts ...redlock.Option) (*rig, error) {
 	r := &rig{share: workers, calls: &callCounter{}}
-	client, err := redlock.New(r.newClients(set))
+	client, err := redlock.New(r.newClients(set), opts...)
 	if err != nil {
 		return nil, errors.Join(err, r.close())
 	}
@@ -105,10 +117,10 @@ func setupRedlock(set *nodes, workers int, name string, _ time.Duration) (*rig, 
 	return r, nil
 }
 
-func setupRedlockPerWorker(set *nodes, workers int, name string, _ time.Duration) (*rig, error) {
+func setupRedlockPerWorker(set *nodes, workers int, name string, _ time.Duration, opts ...redlock.Option) (*rig, error) {
 	r := &rig{share: 1, calls: &callCounter{}}
 	for range workers {
-		client, err := redlock.New(r.newClients(set))
+		client, err := redlock.New(r.newClients(set), opts...)
 		if err != nil {
 			return nil, errors.Join(err, r.close())
 		}

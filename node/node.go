@@ -66,6 +66,9 @@ type Acquired struct {
 	Fence   int64         // granted with fencing: the node's counter
 	PTTL    time.Duration // refused: the holder's remaining time, -1 when unknown
 	Holder  string        // refused: a fingerprint of the holder's owner id
+	// Behind: refused by a fair lock that is free, because another waiter
+	// (Holder) heads the queue.
+	Behind bool
 }
 
 // Acquire takes the lock key for owner's hold, or re-enters it; fenceKey is
@@ -93,7 +96,7 @@ func decodeAcquired(reply []any) (Acquired, error) {
 				if ints[1] >= 0 {
 					pttl = time.Duration(ints[1]) * time.Millisecond
 				}
-				return Acquired{PTTL: pttl, Holder: holder}, nil
+				return Acquired{PTTL: pttl, Holder: holder, Behind: ints[1] == -2}, nil
 			}
 		} else if ints, err := int64s(reply); err == nil && ints[0] == 1 {
 			return Acquired{Granted: true, Holds: ints[1], Fence: ints[2]}, nil
@@ -123,6 +126,10 @@ func (n *Node) Release(ctx context.Context, key, channel, owner, hold string) (R
 	if err != nil {
 		return 0, err
 	}
+	return decodeReleased(reply)
+}
+
+func decodeReleased(reply any) (Released, error) {
 	code, ok := reply.(int64)
 	if !ok || code < int64(OtherOwner) || code > int64(LockDeleted) {
 		return 0, fmt.Errorf("%w to release: %v", ErrBadReply, reply)

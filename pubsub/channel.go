@@ -1,6 +1,9 @@
 package pubsub
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // recentNotices is how many payloads per channel are remembered to count
 // the same release arriving from several nodes.
@@ -57,6 +60,7 @@ func (ch *channel) confirmedAll() bool {
 // seen counts one more node's notice of payload and reports whether this
 // is the moment to wake a watcher: the count just reached the threshold.
 func (ch *channel) seen(payload string) bool {
+	payload, _, _ = strings.Cut(payload, " ") // count by release id
 	for i := range ch.recent {
 		n := &ch.recent[i]
 		if n.payload != payload || n.count == 0 {
@@ -95,13 +99,18 @@ func (ch *channel) effectiveThreshold() int {
 	return max(ch.threshold-down, 1)
 }
 
-// wakeOne signals the next watcher in round-robin order that has no
-// wake-up pending; if all have one, the notice is dropped (they will all
-// try anyway).
-func (ch *channel) wakeOne() {
+// wakeOne signals the next watcher in round-robin order that accepts
+// payload and has no wake-up pending; if there is none, the notice is
+// dropped (those with one pending will try anyway). An empty payload (a
+// wake-up passed on) goes to any watcher.
+func (ch *channel) wakeOne(payload string) {
 	for range ch.watchers {
 		ch.next = (ch.next + 1) % len(ch.watchers)
-		if ch.watchers[ch.next].signal() {
+		w := ch.watchers[ch.next]
+		if payload != "" && w.accept != nil && !w.accept(payload) {
+			continue
+		}
+		if w.signal() {
 			return
 		}
 	}

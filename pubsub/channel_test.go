@@ -57,7 +57,7 @@ func TestChannel_wakeOne_roundRobinSkippingPending(t *testing.T) {
 	watchers := []*Watcher{{wake: make(chan struct{}, 1)}, {wake: make(chan struct{}, 1)}, {wake: make(chan struct{}, 1)}}
 	ch.watchers = watchers
 	for range 3 {
-		ch.wakeOne()
+		ch.wakeOne("")
 	}
 	for i, w := range watchers {
 		if !w.pending() {
@@ -65,7 +65,7 @@ func TestChannel_wakeOne_roundRobinSkippingPending(t *testing.T) {
 		}
 	}
 	watchers[1].signal()
-	ch.wakeOne()
+	ch.wakeOne("")
 	if !watchers[0].pending() && !watchers[2].pending() {
 		t.Fatal("wake-up went to the watcher that already had one")
 	}

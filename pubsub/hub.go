@@ -54,8 +54,12 @@ func (h *Hub) Active(name string) bool {
 // reachable node confirmed the subscription, or the confirm timeout passed,
 // or ctx is done: notices published after Watch returns are not missed.
 // The watcher must be closed with Leave.
-func (h *Hub) Watch(ctx context.Context, name string, threshold int) *Watcher {
-	w := &Watcher{hub: h, name: name, wake: make(chan struct{}, 1)}
+//
+// A payload is "<release id>" or "<release id> <detail>"; notices are
+// counted by release id. accept, when not nil, picks which watchers a
+// payload may wake (a fair release names the one waiter it is for).
+func (h *Hub) Watch(ctx context.Context, name string, threshold int, accept func(payload string) bool) *Watcher {
+	w := &Watcher{hub: h, name: name, wake: make(chan struct{}, 1), accept: accept}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -103,7 +107,7 @@ func (h *Hub) deliver(name, payload string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if ch := h.channels[name]; ch != nil && ch.seen(payload) {
-		ch.wakeOne()
+		ch.wakeOne(payload)
 	}
 }
 
@@ -178,7 +182,7 @@ func (h *Hub) leave(w *Watcher, acquired bool) {
 	// A wake-up this watcher did not use is passed on, unless it took the
 	// lock (then the release it signalled is the one it consumed).
 	if !acquired && w.pending() {
-		ch.wakeOne()
+		ch.wakeOne("")
 	}
 }
 
@@ -195,9 +199,10 @@ func (h *Hub) Close() {
 
 // Watcher is one waiter's registration on a channel.
 type Watcher struct {
-	hub  *Hub
-	name string
-	wake chan struct{} // capacity 1: one pending wake-up at most
+	hub    *Hub
+	name   string
+	wake   chan struct{} // capacity 1: one pending wake-up at most
+	accept func(payload string) bool
 }
 
 // Wake delivers a value when a release notice for this watcher arrived.

@@ -1,0 +1,192 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// queueOf returns the fair queue of name on node i, head first.
+func queueOf(t *testing.T, cluster *redistest.Cluster, i int, name string) []string {
+	t.Helper()
+	members, err := cluster.Admin(t, i).ZRange(context.Background(), "redlock:{"+name+"}:queue", 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return members
+}
+
+// waitQueued waits until name's queue on node 0 is n long.
+func waitQueued(t *testing.T, cluster *redistest.Cluster, name string, n int) {
+	t.Helper()
+	waitFor(t, 5*time.Second, fmt.Sprintf("%d queued waiters", n), func() bool {
+		return len(queueOf(t, cluster, 0, name)) == n
+	})
+}
+
+func TestFair_grantsInArrivalOrder(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := testContext(t)
+	const waiters = 12
+	holder := newClient(t, cluster, redlock.WithFair())
+	first := mustLock(t, ctx, holder.Mutex("fifo"))
+	order := make(chan int, waiters)
+	var wg sync.WaitGroup
+	for i := range waiters {
+		c := newClient(t, cluster, redlock.WithFair())
+		wg.Go(func() {
+			lease, err := c.Mutex("fifo").Lock(ctx)
+			if err != nil {
+				t.Errorf("waiter %d: %v", i, err)
+				return
+			}
+			order <- i
+			time.Sleep(2 * time.Millisecond)
+			_ = lease.Unlock(context.Background())
+		})
+		waitQueued(t, cluster, "fifo", i+1) // arrive one after another
+	}
+	mustUnlock(t, first)
+	wg.Wait()
+	close(order)
+	want := 0
+	for got := range order {
+		if got != want {
+			t.Fatalf("waiter %d got the lock in place %d", got, want)
+		}
+		want++
+	}
+	if want != waiters {
+		t.Fatalf("%d of %d waiters got the lock", want, waiters)
+	}
+	waitFor(t, time.Second, "no keys left", func() bool { return cluster.KeyCount(t) == 0 })
+}
+
+func TestFair_cancelledWaiterLeavesAndNextGetsItPromptly(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := testContext(t)
+	opts := []redlock.Option{redlock.WithFair(), redlock.WithQueueTimeout(10 * time.Second)}
+	holder, quitter, patient := newClient(t, cluster, opts...), newClient(t, cluster, opts...), newClient(t, cluster, opts...)
+	lease := mustLock(t, ctx, holder.Mutex("queue"))
+	quitCtx, quit := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		if _, err := quitter.Mutex("queue").Lock(quitCtx); !errors.Is(err, context.Canceled) {
+			t.Errorf("cancelled waiter: %v", err)
+		}
+	})
+	waitQueued(t, cluster, "queue", 1)
+	granted := make(chan time.Time, 1)
+	wg.Go(func() {
+		got, err := patient.Mutex("queue").Lock(ctx)
+		if err != nil {
+			t.Errorf("patient waiter: %v", err)
+			close(granted)
+			return
+		}
+		granted <- time.Now()
+		_ = got.Unlock(context.Background())
+	})
+	waitQueued(t, cluster, "queue", 2)
+	quit()
+	waitQueued(t, cluster, "queue", 1) // the cancelled waiter left
+	released := time.Now()
+	mustUnlock(t, lease)
+	at, ok := <-granted
+	wg.Wait()
+	if ok && at.Sub(released) > time.Second {
+		t.Fatalf("the waiter behind a cancelled one got the lock %v after the release", at.Sub(released))
+	}
+	waitFor(t, time.Second, "no keys left", func() bool { return cluster.KeyCount(t) == 0 })
+}
+
+// A waiter process killed while queued holds up the queue for at most the
+// queue timeout: the others evict it when its heartbeat deadline passes.
+func TestFair_killedWaiterDelaysQueueAtMostQueueTimeout(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := testContext(t)
+	const queueTimeout = time.Second
+	opts := []redlock.Option{redlock.WithFair(), redlock.WithQueueTimeout(queueTimeout)}
+	holder, patient := newClient(t, cluster, opts...), newClient(t, cluster, opts...)
+	lease := mustLock(t, ctx, holder.Mutex("crash"))
+
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "REDLOCK_FAIR_WAITER="+cluster.URLs()[0]+","+cluster.URLs()[1]+","+cluster.URLs()[2])
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitQueued(t, cluster, "crash", 1)
+	granted := make(chan time.Time, 1)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		got, err := patient.Mutex("crash").Lock(ctx)
+		if err != nil {
+			t.Errorf("patient waiter: %v", err)
+			close(granted)
+			return
+		}
+		granted <- time.Now()
+		_ = got.Unlock(context.Background())
+	})
+	waitQueued(t, cluster, "crash", 2)
+	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	killed := time.Now()
+	mustUnlock(t, lease)
+	at, ok := <-granted
+	wg.Wait()
+	if !ok {
+		return
+	}
+	// The dead waiter's deadline is at most queueTimeout after its last
+	// heartbeat; the patient waiter looks every queueTimeout/3.
+	if delay := at.Sub(killed); delay > queueTimeout+queueTimeout/3+300*time.Millisecond {
+		t.Fatalf("queue held up %v by a killed waiter, more than the queue timeout %v", delay, queueTimeout)
+	} else {
+		t.Logf("a killed waiter held up the queue for %v (queue timeout %v)", delay, queueTimeout)
+	}
+	waitFor(t, time.Second, "no keys left", func() bool { return cluster.KeyCount(t) == 0 })
+}
+
+// runFairWaiter is the child process of the killed-waiter test: it queues
+// for the lock and waits to be killed.
+func runFairWaiter(urls string) {
+	c, err := redlock.Dial(strings.Split(urls, ","), redlock.WithFair(), redlock.WithQueueTimeout(time.Second))
+	if err != nil {
+		os.Exit(3)
+	}
+	_, _ = c.Mutex("crash").Lock(context.Background())
+	os.Exit(4) // not reached: the parent kills this process while it waits
+}
+
+func TestFair_reentrantAndTryLock(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := testContext(t)
+	a, b := newClient(t, cluster, redlock.WithFair()), newClient(t, cluster, redlock.WithFair())
+	outer := mustLock(t, ctx, a.Mutex("fair-nested"))
+	inner, err := a.Mutex("fair-nested").TryLock(outer.Context())
+	if err != nil {
+		t.Fatalf("fair re-entry: %v", err)
+	}
+	if _, err := b.Mutex("fair-nested").TryLock(ctx); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("fair TryLock of a held lock: %v", err)
+	}
+	if got := queueOf(t, cluster, 0, "fair-nested"); len(got) != 0 {
+		t.Fatalf("a failed TryLock left %v queued", got)
+	}
+	mustUnlock(t, inner)
+	mustUnlock(t, outer)
+	waitFor(t, time.Second, "no keys left", func() bool { return cluster.KeyCount(t) == 0 })
+}

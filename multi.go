@@ -1,0 +1,167 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/quorumlock/redlock/reentrant"
+)
+
+// MultiMutex is several mutexes taken as one, all or nothing: for example
+// one lock in each of two datacenters' node sets (mutexes of different
+// Clients), or several resources of one Client. It is safe for concurrent
+// use.
+type MultiMutex struct {
+	parts []*Mutex // in lock order
+	err   error
+}
+
+// Multi returns the mutexes as one. Lock takes them in a fixed order (by
+// key, then by node addresses), the same in every process whatever the
+// argument order, so two Multis over the same locks cannot deadlock each
+// other. Invalid input (no mutex, a nil one, one listed twice) is reported
+// by Lock and TryLock as ErrConfig.
+func Multi(mutexes ...*Mutex) *MultiMutex {
+	mm := &MultiMutex{parts: slices.Clone(mutexes)}
+	if len(mutexes) == 0 {
+		mm.err = fmt.Errorf("%w: Multi of no mutexes", ErrConfig)
+		return mm
+	}
+	for i, m := range mutexes {
+		if m == nil {
+			mm.err = fmt.Errorf("%w: Multi: mutex %d is nil", ErrConfig, i)
+			return mm
+		}
+	}
+	slices.SortStableFunc(mm.parts, func(a, b *Mutex) int {
+		if n := strings.Compare(a.keys.lock, b.keys.lock); n != 0 {
+			return n
+		}
+		return strings.Compare(a.client.nodeAddrs(), b.client.nodeAddrs())
+	})
+	for i := 1; i < len(mm.parts); i++ {
+		a, b := mm.parts[i-1], mm.parts[i]
+		if a.client == b.client && a.keys.lock == b.keys.lock {
+			mm.err = fmt.Errorf("%w: Multi: lock %q listed twice", ErrConfig, a.name)
+			return mm
+		}
+	}
+	return mm
+}
+
+// Lock takes every mutex, waiting for each in turn, and returns one Lease
+// for all. On any failure it releases what it took and returns the error.
+// The lease is lost as soon as any part is lost.
+func (mm *MultiMutex) Lock(ctx context.Context) (*Lease, error) {
+	return mm.acquire(ctx, (*Mutex).Lock)
+}
+
+// TryLock makes one attempt at each mutex and gives everything back when
+// one fails.
+func (mm *MultiMutex) TryLock(ctx context.Context) (*Lease, error) {
+	return mm.acquire(ctx, (*Mutex).TryLock)
+}
+
+func (mm *MultiMutex) acquire(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) (*Lease, error) {
+	if mm.err != nil {
+		return nil, mm.err
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	owner, ok := reentrant.Owner(ctx)
+	if !ok {
+		// One owner for every part, so that a Lock with the Multi lease's
+		// Context re-enters each of them.
+		owner = reentrant.NewID()
+		ctx = reentrant.WithOwner(ctx, owner)
+	}
+	parts := make([]*Lease, 0, len(mm.parts))
+	for _, m := range mm.parts {
+		lease, err := take(m, ctx)
+		if err != nil {
+			for _, taken := range slices.Backward(parts) {
+				_ = taken.release(context.WithoutCancel(ctx), ErrReleased, true)
+			}
+			return nil, fmt.Errorf("redlock: Multi: %s: %w", m.name, err)
+		}
+		parts = append(parts, lease)
+	}
+	return newMultiLease(ctx, owner, parts), nil
+}
+
+// newMultiLease joins parts into one lease whose Context ends when any
+// part's does (with that part's cause).
+func newMultiLease(parent context.Context, owner string, parts []*Lease) *Lease {
+	ctx, cancel := context.WithCancelCause(reentrant.WithOwner(context.WithoutCancel(parent), owner))
+	l := &Lease{owner: owner, ctx: ctx, cancel: cancel, parts: parts, token: parts[0].token}
+	for _, part := range parts {
+		l.stops = append(l.stops, context.AfterFunc(part.ctx, func() { cancel(context.Cause(part.ctx)) }))
+	}
+	return l
+}
+
+func (l *Lease) multiErr() error {
+	l.mu.Lock()
+	err := l.err
+	l.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	for _, part := range l.parts {
+		if err := part.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *Lease) multiUntil() time.Time {
+	until := l.parts[0].Until()
+	for _, part := range l.parts[1:] {
+		if u := part.Until(); u.Before(until) {
+			until = u
+		}
+	}
+	return until
+}
+
+// multiRelease unlocks every part, in reverse lock order.
+func (l *Lease) multiRelease(ctx context.Context) error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return ErrReleased
+	}
+	l.released = true
+	l.err = ErrReleased
+	l.mu.Unlock()
+	for _, stop := range l.stops {
+		stop()
+	}
+	var errs []error
+	for _, part := range slices.Backward(l.parts) {
+		if err := part.Unlock(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("redlock: Multi: %s: %w", part.mutex.name, err))
+		}
+	}
+	l.cancel(ErrReleased)
+	return errors.Join(errs...)
+}
+
+func (l *Lease) multiExtend(ctx context.Context) error {
+	if err := l.multiErr(); err != nil {
+		return err
+	}
+	var errs []error
+	for _, part := range l.parts {
+		if err := part.Extend(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("redlock: Multi: %s: %w", part.mutex.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,109 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+func TestMulti_onePartHeldElsewhere(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := testContext(t)
+	a, b := newClient(t, cluster), newClient(t, cluster)
+	blocker := mustLock(t, ctx, b.Mutex("m2"))
+	_, err := redlock.Multi(a.Mutex("m3"), a.Mutex("m1"), a.Mutex("m2")).TryLock(ctx)
+	if !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("Multi with a part held elsewhere: %v, want ErrNotAcquired", err)
+	}
+	for _, name := range []string{"m1", "m3"} {
+		lease, err := b.Mutex(name).TryLock(ctx)
+		if err != nil {
+			t.Fatalf("%s left locked by the failed Multi: %v", name, err)
+		}
+		mustUnlock(t, lease)
+	}
+	mustUnlock(t, blocker)
+	waitFor(t, time.Second, "no keys left", func() bool { return cluster.KeyCount(t) == 0 })
+}
+
+// Two node sets, as two datacenters: one Multi lease over both.
+func TestMulti_acrossTwoClients(t *testing.T) {
+	east, west := redistest.Start(t, 3), redistest.Start(t, 3)
+	ctx := testContext(t)
+	eastClient, westClient := newClient(t, east), newClient(t, west)
+	mm := redlock.Multi(eastClient.Mutex("transfer"), westClient.Mutex("transfer"))
+	lease := mustLock(t, ctx, mm)
+	for name, c := range map[string]*redlock.Client{"east": newClient(t, east), "west": newClient(t, west)} {
+		if _, err := c.Mutex("transfer").TryLock(ctx); !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatalf("%s part not held: %v", name, err)
+		}
+	}
+	// The lease's Context re-enters every part.
+	again, err := mm.TryLock(lease.Context())
+	if err != nil {
+		t.Fatalf("re-entering the Multi: %v", err)
+	}
+	mustUnlock(t, again)
+	mustUnlock(t, lease)
+	if err := lease.Unlock(ctx); !errors.Is(err, redlock.ErrReleased) {
+		t.Fatalf("second Unlock: %v", err)
+	}
+	if east.KeyCount(t)+west.KeyCount(t) != 0 {
+		t.Fatal("keys left after the Multi's Unlock")
+	}
+}
+
+func TestMulti_lostPartLosesTheWhole(t *testing.T) {
+	east, west := redistest.Start(t, 3), redistest.Start(t, 3)
+	ctx := testContext(t)
+	opts := []redlock.Option{redlock.WithTTL(300 * time.Millisecond), redlock.WithNodeTimeout(50 * time.Millisecond)}
+	lease := mustLock(t, ctx, redlock.Multi(newClient(t, east, opts...).Mutex("x"), newClient(t, west, opts...).Mutex("x")))
+	for _, i := range []int{0, 1} {
+		if err := west.Nodes[i].Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-lease.Done():
+	case <-time.After(time.Second):
+		t.Fatal("Multi lease not lost after one part's majority died")
+	}
+	if !errors.Is(lease.Err(), redlock.ErrLost) || !errors.Is(context.Cause(lease.Context()), redlock.ErrLost) {
+		t.Fatalf("Err() = %v, cause %v; want ErrLost", lease.Err(), context.Cause(lease.Context()))
+	}
+	_ = lease.Unlock(ctx)
+}
+
+func TestMulti_badInput(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	c := newClient(t, cluster)
+	ctx := testContext(t)
+	for name, mm := range map[string]*redlock.MultiMutex{
+		"none":         redlock.Multi(),
+		"nil part":     redlock.Multi(c.Mutex("a"), nil),
+		"listed twice": redlock.Multi(c.Mutex("a"), c.Mutex("a")),
+	} {
+		if _, err := mm.Lock(ctx); !errors.Is(err, redlock.ErrConfig) {
+			t.Fatalf("%s: %v, want ErrConfig", name, err)
+		}
+	}
+}
+
+func TestQuorum_everyNodeRequired(t *testing.T) {
+	cluster := redistest.Start(t, 5)
+	ctx := testContext(t)
+	c := newClient(t, cluster, redlock.WithQuorum(5))
+	mustUnlock(t, mustLock(t, ctx, c.Mutex("all")))
+	if err := cluster.Nodes[3].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mutex("all").TryLock(ctx); !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("WithQuorum(5) with a node down: %v, want ErrNoQuorum", err)
+	}
+	// Any 4 of 5 still locks with WithQuorum(4).
+	mustUnlock(t, mustLock(t, ctx, c.Mutex("all", redlock.WithQuorum(4))))
+}

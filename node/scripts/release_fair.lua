@@ -1,0 +1,43 @@
+-- release_fair: release.lua for a fair lock. The notice names the new head
+-- of the queue (after evicting waiters whose heartbeat lapsed), so that
+-- only it wakes.
+--
+-- KEYS[1]  lock hash (see acquire.lua)
+-- KEYS[2]  queue (see acquire_fair.lua)
+-- KEYS[3]  alive (see acquire_fair.lua)
+-- ARGV[1]  owner id
+-- ARGV[2]  hold id
+-- ARGV[3]  release channel; payload "<hold id> <head fingerprint>", the
+--          fingerprint empty when no one waits
+--
+-- Reply: as release.lua.
+local fields = redis.call('HMGET', KEYS[1], 'owner', ARGV[2])
+local holder, held = fields[1], fields[2]
+if holder == false then
+  return 0
+end
+if holder ~= ARGV[1] then
+  return -1
+end
+if held == false then
+  return 0
+end
+if redis.call('HLEN', KEYS[1]) > 2 then
+  redis.call('HDEL', KEYS[1], ARGV[2])
+  return 1
+end
+redis.call('DEL', KEYS[1])
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local dead = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+if #dead > 0 then
+  redis.call('ZREM', KEYS[3], unpack(dead))
+  redis.call('ZREM', KEYS[2], unpack(dead))
+end
+local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
+local who = ''
+if head ~= nil then
+  who = string.sub(redis.sha1hex(head), 1, 16)
+end
+redis.call('PUBLISH', ARGV[3], ARGV[2] .. ' ' .. who)
+return 2
