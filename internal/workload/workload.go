@@ -1,0 +1,189 @@
+// Package workload is the contention workload of the demo and the chaos
+// suites: workers of several Clients take locks in every mode (plain, fair,
+// fenced, Multi) and do read–sleep–write on a shared record under each,
+// Jepsen's lock-set idea: two holders at once lose an update. Every grant
+// goes to the safety checker. All workers run in one process, so the
+// checker compares times on one monotonic clock.
+package workload
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/checker"
+)
+
+// Mode is how a worker takes its lock.
+type Mode string
+
+// The modes. Each has its own lock names.
+const (
+	Plain  Mode = "plain"
+	Fair   Mode = "fair"
+	Fenced Mode = "fenced"
+	Multi  Mode = "multi"
+)
+
+// AllModes lists every mode.
+var AllModes = []Mode{Plain, Fair, Fenced, Multi}
+
+// Config describes a run.
+type Config struct {
+	Clients []*redlock.Client // workers are spread over them round-robin
+	Workers int               // per mode
+	Modes   []Mode            // default AllModes
+	Hold    time.Duration     // the sleep between read and write (default 1ms)
+	Check   *checker.Checker  // required
+	// Options are given to every Mutex (e.g. a short TTL for chaos runs).
+	Options []redlock.Option
+}
+
+// Stats are the counts of a run, safe to read while it runs.
+type Stats struct {
+	Sections    atomic.Int64 // writes made under a valid lease
+	LostUpdates atomic.Int64 // sections whose write did not land on top of the read
+	Fenced      atomic.Int64 // stale writes the record refused by fencing token
+	LostLeases  atomic.Int64 // leases found lost before the write: no write made
+	LockErrors  atomic.Int64 // Lock calls that failed before the run ended
+}
+
+// record is the shared resource of one lock name. It checks fencing
+// tokens like a storage system should, and counts lost updates.
+type record struct {
+	mu       sync.Mutex
+	value   int64
+	highest uint64
+}
+
+// write stores value (read earlier as value-1) unless token is older than
+// one already seen; it reports whether the write was accepted and whether
+// an update was lost (the value moved since the read).
+func (r *record) write(token uint64, read, value int64) (accepted, lost bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if token != 0 && token < r.highest {
+		return false, false
+	}
+	r.highest = max(r.highest, token)
+	lost = r.value != read
+	r.value = value
+	return true, lost
+}
+
+func (r *record) read() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.value
+}
+
+// Run runs the workers until ctx ends and fills stats.
+func Run(ctx context.Context, cfg Config, stats *Stats) {
+	modes := cfg.Modes
+	if len(modes) == 0 {
+		modes = AllModes
+	}
+	hold := cfg.Hold
+	if hold <= 0 {
+		hold = time.Millisecond
+	}
+	records := map[string]*record{}
+	for _, name := range []string{"plain", "fair", "fenced", "multi-a", "multi-b"} {
+		records[name] = &record{}
+	}
+	var wg sync.WaitGroup
+	next := 0
+	for _, mode := range modes {
+		for range cfg.Workers {
+			client := cfg.Clients[next%len(cfg.Clients)]
+			next++
+			w := &worker{mode: mode, hold: hold, check: cfg.Check, stats: stats, records: records}
+			w.lock = w.locker(client, cfg.Options)
+			wg.Go(func() { w.run(ctx) })
+		}
+	}
+	wg.Wait()
+}
+
+type worker struct {
+	mode    Mode
+	hold    time.Duration
+	check   *checker.Checker
+	stats   *Stats
+	records map[string]*record
+	lock    func(context.Context) (*redlock.Lease, error)
+	names   []string
+}
+
+func (w *worker) locker(c *redlock.Client, opts []redlock.Option) func(context.Context) (*redlock.Lease, error) {
+	switch w.mode {
+	case Fair:
+		w.names = []string{"fair"}
+		return c.Mutex("fair", append(opts, redlock.WithFair())...).Lock
+	case Fenced:
+		w.names = []string{"fenced"}
+		return c.Mutex("fenced", append(opts, redlock.WithFencing())...).Lock
+	case Multi:
+		w.names = []string{"multi-a", "multi-b"}
+		return redlock.Multi(c.Mutex("multi-a", opts...), c.Mutex("multi-b", opts...)).Lock
+	}
+	w.names = []string{"plain"}
+	return c.Mutex("plain", opts...).Lock
+}
+
+func (w *worker) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		lease, err := w.lock(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.stats.LockErrors.Add(1)
+				pause(ctx, 10*time.Millisecond)
+			}
+			continue
+		}
+		acquired := time.Now()
+		w.section(lease)
+		released := time.Now()
+		for _, name := range w.names {
+			w.check.Record(checker.Grant{Name: string(w.mode) + ":" + name, Owner: lease.Owner(), Token: lease.Token(),
+				Acquired: acquired, Released: released, Until: lease.Until()})
+		}
+		_ = lease.Unlock(context.Background())
+	}
+}
+
+// section is the critical section: read every record, sleep, write each
+// back plus one — skipped once the lease's Context is done, as the holder
+// must (see the README's guarantees).
+func (w *worker) section(lease *redlock.Lease) {
+	reads := make([]int64, len(w.names))
+	for i, name := range w.names {
+		reads[i] = w.records[name].read()
+	}
+	time.Sleep(w.hold)
+	if lease.Context().Err() != nil {
+		w.stats.LostLeases.Add(1)
+		return
+	}
+	for i, name := range w.names {
+		accepted, lost := w.records[name].write(lease.Token(), reads[i], reads[i]+1)
+		switch {
+		case !accepted:
+			w.stats.Fenced.Add(1)
+		case lost:
+			w.stats.LostUpdates.Add(1)
+		}
+	}
+	w.stats.Sections.Add(1)
+}
+
+func pause(ctx context.Context, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+}
