@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"time"
@@ -49,6 +50,7 @@ type settings struct {
 	keyPrefix    string
 	logger       *slog.Logger
 	observer     Observer
+	tls          *tls.Config // Dial's rediss:// nodes; nil: go-redis's default
 }
 
 func defaultSettings() settings {
@@ -167,3 +169,9 @@ func WithLogger(logger *slog.Logger) Option { return func(s *settings) { s.logge
 
 // WithObserver sets hooks called on lock events, for metrics.
 func WithObserver(observer Observer) Option { return func(s *settings) { s.observer = observer } }
+
+// WithTLS sets the TLS configuration Dial uses for rediss:// nodes (for a
+// private CA: RootCAs; for client certificates: Certificates). Each node
+// gets a clone whose ServerName, when empty, is the URL's host. It has no
+// effect on New, whose clients carry their own TLS settings.
+func WithTLS(config *tls.Config) Option { return func(s *settings) { s.tls = config } }

@@ -73,7 +73,8 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrConfig)
 	}
-	timeout := defaultSettings().with(opts).nodeTimeout
+	resolved := defaultSettings().with(opts)
+	timeout := resolved.nodeTimeout
 	clients := make([]redis.UniversalClient, 0, len(urls))
 	closeAll := func() {
 		for _, client := range clients {
@@ -86,6 +87,13 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 			closeAll()
 			// The URL itself is not echoed: it may carry a password.
 			return nil, fmt.Errorf("%w: node %d: %v", ErrConfig, i, redactURLError(err, url))
+		}
+		if options.TLSConfig != nil && resolved.tls != nil {
+			serverName := options.TLSConfig.ServerName
+			options.TLSConfig = resolved.tls.Clone()
+			if options.TLSConfig.ServerName == "" {
+				options.TLSConfig.ServerName = serverName
+			}
 		}
 		options.ContextTimeoutEnabled = true
 		if timeout > 0 {
@@ -188,6 +196,9 @@ func (c *Client) isClosed() bool {
 // nodeError wraps a node's failure and tells the observer.
 func (c *Client) nodeError(s *settings, index int, err error) *NodeError {
 	nodeErr := &NodeError{Node: index, Addr: c.nodes[index].Addr(), Err: err}
+	// Debug: while a node is down every round reports it; the round's
+	// outcome (no quorum, a lost lease) is what deserves a warning.
+	s.logger.Debug("redlock: node error", "node", index, "addr", nodeErr.Addr, "err", err)
 	if s.observer.NodeError != nil {
 		s.observer.NodeError(nodeErr)
 	}
