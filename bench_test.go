@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,4 +53,52 @@ func reportPercentiles(b *testing.B, latencies []time.Duration) {
 	}
 	b.ReportMetric(at(0.50), "p50-µs")
 	b.ReportMetric(at(0.99), "p99-µs")
+}
+
+// BenchmarkThroughput64 runs 64 workers, each locking and unlocking a name
+// of its own (64 names), on 5 local nodes through one Client: how well
+// concurrent calls share round trips. It reports cycles/s and the cycle's
+// p50/p99.
+func BenchmarkThroughput64(b *testing.B) {
+	cluster := redistest.Start(b, 5)
+	c, err := newBenchClient(b, cluster)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const workers = 64
+	ctx := context.Background()
+	var mu sync.Mutex
+	var latencies []time.Duration
+	var cycles atomic.Int64
+	b.ResetTimer()
+	start := time.Now()
+	var wg sync.WaitGroup
+	per := b.N/workers + 1
+	for w := range workers {
+		m := c.Mutex(fmt.Sprintf("name-%d", w))
+		wg.Go(func() {
+			local := make([]time.Duration, 0, per)
+			for range per {
+				began := time.Now()
+				lease, err := m.Lock(ctx)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				if err := lease.Unlock(ctx); err != nil {
+					b.Error(err)
+					return
+				}
+				local = append(local, time.Since(began))
+				cycles.Add(1)
+			}
+			mu.Lock()
+			latencies = append(latencies, local...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	b.StopTimer()
+	b.ReportMetric(float64(cycles.Load())/time.Since(start).Seconds(), "cycles/s")
+	reportPercentiles(b, latencies)
 }

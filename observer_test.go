@@ -67,6 +67,9 @@ func TestObserver_andLogger(t *testing.T) {
 		}
 	}
 	<-lost.Done()
+	// The Context is cancelled first (the holder must stop at once), the
+	// hook runs just after.
+	waitFor(t, time.Second, "the Lost hook", func() bool { return seen.snapshot().lost == 1 })
 	got := seen.snapshot()
 	if got.acquired != 2 || got.released != 1 || got.renewed < 1 || got.lost != 1 || got.nodes < 1 || got.votes < 2 {
 		t.Fatalf("observed %+v: want 2 acquired (with votes), 1 released, renewals, 1 lost, node errors", got)

@@ -138,6 +138,9 @@ func (c *Client) Close() error {
 	c.watchdog.close()
 	c.hub.Close()
 	c.background.Wait()
+	for _, n := range c.nodes {
+		n.Wait()
+	}
 	var errs []error
 	for _, client := range c.owned {
 		if err := client.Close(); err != nil {

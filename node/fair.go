@@ -41,7 +41,7 @@ func (n *Node) AcquireFair(ctx context.Context, keys FairKeys, channel, owner, h
 	if fence {
 		fenceFlag = "1"
 	}
-	reply, err := acquireFairScript.Run(ctx, n.client, []string{keys.Lock, keys.Fence, keys.Queue, keys.Alive},
+	reply, err := n.run(ctx, acquireFairScript, []string{keys.Lock, keys.Fence, keys.Queue, keys.Alive},
 		owner, hold, milliseconds(ttl), fenceFlag, strconv.FormatInt(ticket, 10), milliseconds(queueTimeout), channel).Slice()
 	if err != nil {
 		return Acquired{}, err
@@ -51,7 +51,7 @@ func (n *Node) AcquireFair(ctx context.Context, keys FairKeys, channel, owner, h
 
 // ReleaseFair is Release for a fair lock: the notice names the new head.
 func (n *Node) ReleaseFair(ctx context.Context, keys FairKeys, channel, owner, hold string) (Released, error) {
-	reply, err := releaseFairScript.Run(ctx, n.client, []string{keys.Lock, keys.Queue, keys.Alive},
+	reply, err := n.run(ctx, releaseFairScript, []string{keys.Lock, keys.Queue, keys.Alive},
 		owner, hold, channel).Result()
 	if err != nil {
 		return 0, err
@@ -62,7 +62,7 @@ func (n *Node) ReleaseFair(ctx context.Context, keys FairKeys, channel, owner, h
 // Leave takes owner out of the queue; when the lock is free the new head is
 // told on channel, with notice as the notice's id.
 func (n *Node) Leave(ctx context.Context, keys FairKeys, channel, owner, notice string) error {
-	reply, err := leaveScript.Run(ctx, n.client, []string{keys.Lock, keys.Queue, keys.Alive},
+	reply, err := n.run(ctx, leaveScript, []string{keys.Lock, keys.Queue, keys.Alive},
 		owner, notice, channel).Result()
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func (n *Node) Leave(ctx context.Context, keys FairKeys, channel, owner, notice 
 // RaiseFence sets the fence counter to at least token and answers the
 // counter after the call.
 func (n *Node) RaiseFence(ctx context.Context, key string, token uint64) (uint64, error) {
-	reply, err := fenceScript.Run(ctx, n.client, []string{key}, strconv.FormatUint(token, 10)).Result()
+	reply, err := n.run(ctx, fenceScript, []string{key}, strconv.FormatUint(token, 10)).Result()
 	if err != nil {
 		return 0, err
 	}

@@ -35,6 +35,7 @@ var ErrBadReply = errors.New("unexpected reply")
 // Client is what a node needs of a go-redis client.
 type Client interface {
 	redis.Scripter
+	Pipeline() redis.Pipeliner
 }
 
 // Node is one Redis node. Its methods are safe for concurrent use; each call
@@ -43,11 +44,21 @@ type Node struct {
 	index  int
 	addr   string
 	client Client
+	calls  *batcher
 }
 
 // New wraps client as the node at position index.
 func New(index int, addr string, client Client) *Node {
-	return &Node{index: index, addr: addr, client: client}
+	return &Node{index: index, addr: addr, client: client, calls: &batcher{client: client}}
+}
+
+// Wait returns once no goroutine of the node is running (call it after the
+// last call returned, e.g. from Client.Close).
+func (n *Node) Wait() { n.calls.wait() }
+
+// run runs script on the node, sharing a round trip with concurrent calls.
+func (n *Node) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return n.calls.run(ctx, script, keys, args...)
 }
 
 // Index is the node's position in the Client's list.
@@ -78,7 +89,7 @@ func (n *Node) Acquire(ctx context.Context, key, fenceKey, owner, hold string, t
 	if fence {
 		fenceFlag = "1"
 	}
-	reply, err := acquireScript.Run(ctx, n.client, []string{key, fenceKey},
+	reply, err := n.run(ctx, acquireScript, []string{key, fenceKey},
 		owner, hold, milliseconds(ttl), fenceFlag).Slice()
 	if err != nil {
 		return Acquired{}, err
@@ -122,7 +133,7 @@ func (r Released) Removed() bool { return r == HoldDropped || r == LockDeleted }
 // Release drops owner's hold on key; the last hold deletes the key and
 // publishes hold on channel.
 func (n *Node) Release(ctx context.Context, key, channel, owner, hold string) (Released, error) {
-	reply, err := releaseScript.Run(ctx, n.client, []string{key}, owner, hold, channel).Result()
+	reply, err := n.run(ctx, releaseScript, []string{key}, owner, hold, channel).Result()
 	if err != nil {
 		return 0, err
 	}
@@ -162,7 +173,7 @@ func (n *Node) Renew(ctx context.Context, batch []Renewal) ([]Renewed, error) {
 		keys[i] = item.Key
 		args = append(args, item.Owner, item.Hold, milliseconds(item.TTL))
 	}
-	reply, err := renewScript.Run(ctx, n.client, keys, args...).Slice()
+	reply, err := n.run(ctx, renewScript, keys, args...).Slice()
 	if err != nil {
 		return nil, err
 	}

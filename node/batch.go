@@ -1,0 +1,137 @@
+package node
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// maxBatch bounds how many script calls share one pipeline.
+const maxBatch = 128
+
+// batcher makes concurrent script calls to one node share round trips:
+// calls that arrive while a pipeline is in flight go out together in the
+// next one. A lone call goes out at once, run by its own goroutine, so it
+// pays nothing for the batching; when calls queued up meanwhile, a flusher
+// goroutine (tracked, gone when the queue is empty) sends them.
+type batcher struct {
+	client Client
+
+	mu      sync.Mutex
+	queue   []*pending
+	running bool // a caller or the flusher is sending
+	flusher sync.WaitGroup
+}
+
+type pending struct {
+	ctx    context.Context
+	script *redis.Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+	done   chan struct{}
+}
+
+// run sends the script call and waits for its reply or ctx.
+func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	p := &pending{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{})}
+	b.mu.Lock()
+	b.queue = append(b.queue, p)
+	lead := !b.running
+	b.running = true
+	b.mu.Unlock()
+	if lead {
+		// Send what is queued now (this call, and any that raced in), then
+		// leave the rest to a flusher so that this caller returns promptly.
+		b.sendQueued()
+		b.mu.Lock()
+		if len(b.queue) > 0 {
+			b.flusher.Go(b.flush)
+		} else {
+			b.running = false
+		}
+		b.mu.Unlock()
+	}
+	select {
+	case <-p.done:
+		return p.cmd
+	case <-ctx.Done():
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(ctx.Err())
+		return cmd
+	}
+}
+
+func (b *batcher) flush() {
+	for {
+		b.sendQueued()
+		b.mu.Lock()
+		if len(b.queue) == 0 {
+			b.running = false
+			b.mu.Unlock()
+			return
+		}
+		b.mu.Unlock()
+	}
+}
+
+// sendQueued takes up to maxBatch queued calls and sends them.
+func (b *batcher) sendQueued() {
+	b.mu.Lock()
+	n := min(len(b.queue), maxBatch)
+	batch := b.queue[:n:n]
+	b.queue = b.queue[n:]
+	b.mu.Unlock()
+	if len(batch) == 0 {
+		return
+	}
+	if len(batch) == 1 {
+		p := batch[0]
+		p.cmd = p.script.Run(p.ctx, b.client, p.keys, p.args...)
+		close(p.done)
+		return
+	}
+	b.sendPipeline(batch)
+}
+
+// sendPipeline sends calls as one pipeline of EVALSHA, bounded by the
+// latest of their deadlines; a call the node answers NOSCRIPT (cache
+// flushed, node restarted) is sent again alone with EVAL's fallback.
+func (b *batcher) sendPipeline(batch []*pending) {
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	pipe := b.client.Pipeline()
+	cmds := make([]*redis.Cmd, len(batch))
+	for i, p := range batch {
+		cmds[i] = pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	for i, p := range batch {
+		p.cmd = cmds[i]
+		if redis.HasErrorPrefix(p.cmd.Err(), "NOSCRIPT") {
+			p.cmd = p.script.Run(p.ctx, b.client, p.keys, p.args...)
+		}
+		close(p.done)
+	}
+}
+
+// batchContext is bounded by the latest deadline among the calls (none if
+// any call has none): no call is cut short by another's shorter deadline.
+func batchContext(batch []*pending) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, p := range batch {
+		deadline, ok := p.ctx.Deadline()
+		if !ok {
+			return context.WithCancel(context.Background())
+		}
+		if deadline.After(latest) {
+			latest = deadline
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}
+
+// wait returns once no flusher is running.
+func (b *batcher) wait() { b.flusher.Wait() }

@@ -1,0 +1,90 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+// roundTrips counts what a client sends: single commands and pipelines.
+type roundTrips struct{ singles, pipelines, piped atomic.Int64 }
+
+func (r *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		r.singles.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		r.pipelines.Add(1)
+		r.piped.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
+}
+
+
+func TestBatcher_concurrentCallsShareRoundTrips(t *testing.T) {
+	cluster := redistest.Start(t, 1)
+	client := cluster.Clients(t)[0].(*redis.Client)
+	counter := &roundTrips{}
+	client.AddHook(counter)
+	n := node.New(0, cluster.Addrs()[0], client)
+	defer n.Wait()
+	ctx := context.Background()
+	if err := cluster.Admin(t, 0).ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const callers = 200
+	var wg sync.WaitGroup
+	var granted atomic.Int64
+	for i := range callers {
+		wg.Go(func() {
+			got, err := n.Acquire(ctx, fmt.Sprintf("k%d", i), "f", "o", "h", time.Second, false)
+			if err != nil {
+				t.Errorf("caller %d: %v", i, err)
+				return
+			}
+			if got.Granted {
+				granted.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if granted.Load() != callers {
+		t.Fatalf("%d of %d granted (the cache was flushed: NOSCRIPT must fall back to EVAL)", granted.Load(), callers)
+	}
+	trips := counter.singles.Load() + counter.pipelines.Load()
+	t.Logf("%d calls: %d single commands, %d pipelines carrying %d", callers,
+		counter.singles.Load(), counter.pipelines.Load(), counter.piped.Load())
+	if trips >= callers {
+		t.Fatalf("%d round trips for %d concurrent calls: no sharing", trips, callers)
+	}
+}
+
+func TestBatcher_callerStopsWaitingAtItsDeadline(t *testing.T) {
+	cluster := redistest.Start(t, 1)
+	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
+	defer func() {
+		_ = cluster.Nodes[0].Resume()
+		n.Wait()
+	}()
+	if err := cluster.Nodes[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := n.Acquire(ctx, "k", "f", "o", "h", time.Second, false)
+	if err == nil || time.Since(start) > 400*time.Millisecond {
+		t.Fatalf("call to a paused node: %v after %v; want an error at about the deadline", err, time.Since(start))
+	}
+}
