@@ -31,7 +31,6 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	}
 }
 
-
 func TestBatcher_concurrentCallsShareRoundTrips(t *testing.T) {
 	cluster := redistest.Start(t, 1)
 	client := cluster.Clients(t)[0].(*redis.Client)
