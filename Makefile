@@ -11,6 +11,7 @@ PKGS := ./...
 ## Tests that need redis-server skip without it, unless REDLOCK_REQUIRE_REDIS=1.
 test: fmt-check vet
 	$(GO) test -race -count=1 $(PKGS)
+	cd examples && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 ## demo: five local redis-server nodes, contending clients, a reentrant hold,
 ## a minority of nodes killed while locks keep working; ends with `violations: 0`.

@@ -1,0 +1,14 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/quorumlock/redlock/examples/internal/localnodes"
+)
+
+func TestRun_locksBothDatacenters(t *testing.T) {
+	localnodes.Require(t)
+	if err := run("", ""); err != nil {
+		t.Fatal(err)
+	}
+}
