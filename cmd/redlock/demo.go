@@ -6,8 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,7 +15,6 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/checker"
 	"github.com/quorumlock/redlock/internal/redisproc"
-	"github.com/redis/go-redis/v9"
 )
 
 // ttl is short so that the node-failure phase can keep the killed nodes
@@ -25,27 +23,25 @@ import (
 // while the whole demo still fits in seconds.
 const ttl = 2 * time.Second
 
-// Lock names. The reentrancy phase uses its own name so that it can run
+// reentrantLock has a name of its own so that the reentrancy phase can run
 // while the workers keep contending on theirs.
-const (
-	counterLock   = "demo:counter"
-	reentrantLock = "demo:reentrant"
-)
+const reentrantLock = "demo:reentrant"
 
 // demoConfig holds the demo's flags.
 type demoConfig struct {
-	nodes    int
+	nodes    int      // local redis-server nodes to start
+	urls     []string // or nodes to use, which the demo does not own
 	duration time.Duration
 	workers  int
 }
 
-// session is the state the demo's goroutines share.
-type session struct {
-	cfg     demoConfig
-	servers []*redisproc.Server
-	clients [2]*redlock.Client
-	check   *checker.Checker
-	start   time.Time
+// lockKind is one lock the workers contend for: plain (unfair, the
+// fastest) or fair (FIFO across clients), each with its own protected
+// counter and handoff times, as issue 6 asks to see both side by side.
+type lockKind struct {
+	label string // "plain" or "fair"
+	name  string // the lock name
+	fair  bool
 
 	// counter is the resource the lock protects. Workers read it, sleep and
 	// write it back (a read-modify-write that is only correct under mutual
@@ -54,6 +50,20 @@ type session struct {
 	// edge between holders runs through Redis, which the detector cannot see.
 	counter  atomic.Int64
 	sections [2]atomic.Int64 // critical sections completed, per client
+	handoffs handoffs
+}
+
+// session is the state the demo's goroutines share.
+type session struct {
+	cfg     demoConfig
+	servers []*redisproc.Server // nil with -nodes URLs: the nodes are not ours
+	addrs   []string
+	clients [2]*redlock.Client
+	conns   [2]*nodeSet // each client's connections, closed after it
+	kinds   []*lockKind
+	check   *checker.Checker
+	start   time.Time
+
 	phase    atomic.Pointer[string]
 	problems atomic.Int64 // phases that did not behave as the demo claims
 
@@ -81,31 +91,66 @@ func (s *session) fail(format string, args ...any) {
 
 func (s *session) setPhase(name string) { s.phase.Store(&name) }
 
-// nodesUp counts the servers whose process is alive.
-func (s *session) nodesUp() int {
+// owned reports whether the demo started the nodes and may kill them.
+func (s *session) owned() bool { return s.servers != nil }
+
+// nodesUp describes the nodes whose process is alive.
+func (s *session) nodesUp() string {
+	if !s.owned() {
+		return fmt.Sprintf("%d given", len(s.addrs))
+	}
 	up := 0
 	for _, server := range s.servers {
 		if server.Running() {
 			up++
 		}
 	}
-	return up
+	return fmt.Sprintf("%d/%d", up, len(s.servers))
 }
+
+// sectionsDone is the number of critical sections completed so far.
+func (s *session) sectionsDone() int64 {
+	var total int64
+	for _, kind := range s.kinds {
+		total += kind.sections[0].Load() + kind.sections[1].Load()
+	}
+	return total
+}
+
+const demoUsage = `usage: redlock demo [-nodes 5 | -nodes URL,URL,...] [-duration 10s] [-workers 8]
+
+Runs the lock under load and prints what happened: W workers over two
+clients contend for a plain lock and a fair (FIFO) lock, a reentrant hold
+shows re-entry, and a minority of the nodes is killed and restarted empty
+while locks keep working. A line a second shows progress with the handoff
+times (one Unlock to the next grant, p50/p99); the last line is
+"violations: N", the safety checker's count of overlapping grants.
+
+-nodes N starts N local redis-server processes in a temp dir (redis-server
+must be on PATH). -nodes URL,... uses those nodes instead; they are not the
+demo's to kill, so the node-failure phase is skipped.
+
+Exit statuses: 0 every claim held, 1 one did not (or the nodes could not be
+started or reached), 2 bad usage, 130 interrupted.
+
+Example:
+  redlock demo -nodes 3 -duration 20s -workers 16
+
+Flags:
+`
 
 func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, int, bool) {
 	var cfg demoConfig
+	var nodes string
 	flags := flag.NewFlagSet("redlock demo", flag.ContinueOnError)
 	flags.SetOutput(stderr)
 	flags.Usage = func() {
-		fmt.Fprint(flags.Output(), "usage: redlock demo [-nodes N] [-duration D] [-workers W]\n\n"+
-			"Starts N local redis-server nodes in a temp dir and runs, while W workers\n"+
-			"contend for one lock: contention, reentrancy, then the loss and empty\n"+
-			"restart of a minority of the nodes. Ends with \"violations: N\".\n\nflags:\n")
+		fmt.Fprint(flags.Output(), demoUsage)
 		flags.PrintDefaults()
 	}
-	flags.IntVar(&cfg.nodes, "nodes", 5, "number of local redis-server nodes to start")
+	flags.StringVar(&nodes, "nodes", "5", "number of local redis-server nodes to start, or comma-separated redis:// URLs of nodes to use")
 	flags.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long the workers contend (phases never shrink below what the TTL needs)")
-	flags.IntVar(&cfg.workers, "workers", 8, "goroutines contending for the lock, split over two clients")
+	flags.IntVar(&cfg.workers, "workers", 8, "goroutines contending, split over two clients and the plain and fair locks")
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, exitOK, false
@@ -113,10 +158,21 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, int, bool) {
 		return cfg, exitUsage, false // flag has printed the error and usage
 	}
 	var bad string
+	if n, err := strconv.Atoi(nodes); err == nil {
+		cfg.nodes = n
+	} else if strings.Contains(nodes, "://") {
+		cfg.urls, err = nodeURLs(nodes)
+		if err != nil {
+			bad = err.Error()
+		}
+	} else {
+		bad = fmt.Sprintf("-nodes wants a count or redis:// URLs, got %q", nodes)
+	}
 	switch {
+	case bad != "":
 	case flags.NArg() > 0:
 		bad = fmt.Sprintf("unexpected argument %q", flags.Arg(0))
-	case cfg.nodes < 1 || cfg.nodes > 64:
+	case cfg.urls == nil && (cfg.nodes < 1 || cfg.nodes > 64):
 		bad = fmt.Sprintf("-nodes must be in 1..64, got %d", cfg.nodes)
 	case cfg.duration <= 0:
 		bad = fmt.Sprintf("-duration must be positive, got %v", cfg.duration)
@@ -124,7 +180,7 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, int, bool) {
 		bad = fmt.Sprintf("-workers must be in 1..1024, got %d", cfg.workers)
 	}
 	if bad != "" {
-		fmt.Fprintf(stderr, "redlock demo: %s\n", bad)
+		fmt.Fprintf(stderr, "redlock demo: %s (see redlock demo -h)\n", bad)
 		return cfg, exitUsage, false
 	}
 	return cfg, exitOK, true
@@ -137,71 +193,42 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) (code in
 	if !ok {
 		return code
 	}
-	if _, err := redisproc.LookPath(""); err != nil {
-		fmt.Fprintln(stderr, "redlock demo: redis-server not found in PATH; install it with: apt-get install -y redis-server")
-		return exitFailure
-	}
-	// The demo kills nodes on purpose; go-redis would log every refused
-	// dial. The library reports node faults through its errors, which the
-	// workers count instead.
-	redis.SetLogger(quietRedis{})
-
 	s := &session{cfg: cfg, check: checker.New(), stdout: stdout, stderr: stderr}
+	s.kinds = []*lockKind{{label: "plain", name: "demo:counter"}}
+	if cfg.workers >= 2 {
+		s.kinds = append(s.kinds, &lockKind{label: "fair", name: "demo:fair", fair: true})
+	}
 	cleanupFailed := func(what string, err error) {
 		fmt.Fprintf(stderr, "redlock demo: %s: %s\n", what, firstLine(err))
 		if code == exitOK || code == exitInterrupted {
 			code = exitFailure
 		}
 	}
+	urls := cfg.urls
+	if urls == nil {
+		var stop func(func(string, error))
+		urls, stop, code = s.startNodes(ctx)
+		defer stop(cleanupFailed)
+		if code != exitOK {
+			return code
+		}
+	}
+	defer s.disconnect(cleanupFailed) // whatever connect made
+	if code := s.connect(urls); code != exitOK {
+		return code
+	}
 
-	dir, err := os.MkdirTemp("", "redlock-demo-")
-	if err != nil {
-		fmt.Fprintf(stderr, "redlock demo: temp dir: %s\n", firstLine(err))
-		return exitFailure
+	labels := make([]string, len(s.kinds))
+	for i, kind := range s.kinds {
+		labels[i] = fmt.Sprintf("%s %q", kind.label, kind.name)
 	}
-	defer func() {
-		if err := os.RemoveAll(dir); err != nil {
-			cleanupFailed("remove temp dir", err)
-		}
-	}()
-	defer func() { // runs before the dir goes: servers write into it
-		for i, server := range s.servers {
-			if err := server.Stop(); err != nil {
-				cleanupFailed(fmt.Sprintf("stop node %d", i), err)
-			}
-		}
-	}()
-	for i := range cfg.nodes {
-		if ctx.Err() != nil {
-			fmt.Fprintln(stderr, "redlock demo: interrupted")
-			return exitInterrupted
-		}
-		server, err := redisproc.Start(redisproc.Config{Dir: filepath.Join(dir, fmt.Sprintf("node%d", i))})
-		if err != nil {
-			fmt.Fprintf(stderr, "redlock demo: start node %d: %s\n", i, firstLine(err))
-			return exitFailure
-		}
-		s.servers = append(s.servers, server)
+	origin := "started"
+	if !s.owned() {
+		origin = "using"
 	}
-	urls := make([]string, len(s.servers))
-	for i, server := range s.servers {
-		urls[i] = server.URL()
-	}
-	for i := range s.clients {
-		client, err := redlock.Dial(urls, redlock.WithTTL(ttl))
-		if err != nil {
-			fmt.Fprintf(stderr, "redlock demo: dial %s: %s\n", clientNames[i], firstLine(err))
-			return exitFailure
-		}
-		s.clients[i] = client
-		defer func() {
-			if err := client.Close(); err != nil {
-				cleanupFailed("close "+clientNames[i], err)
-			}
-		}()
-	}
-	s.printf("started %d redis-server nodes (%s ... %s), quorum %d, TTL %v; %d workers over 2 clients on %q",
-		len(s.servers), s.servers[0].Addr(), s.servers[len(s.servers)-1].Addr(), len(s.servers)/2+1, ttl, cfg.workers, counterLock)
+	s.printf("%s %d redis-server nodes (%s ... %s), quorum %d, TTL %v; %d workers over 2 clients on %s",
+		origin, len(s.addrs), s.addrs[0], s.addrs[len(s.addrs)-1], len(s.addrs)/2+1, ttl, cfg.workers,
+		strings.Join(labels, " and "))
 
 	results := s.run(ctx)
 	return s.report(results, ctx.Err() != nil)
@@ -215,10 +242,12 @@ func (s *session) run(ctx context.Context) []workerResult {
 	s.start = time.Now()
 	s.setPhase("contention")
 
+	// Worker i: lock kind i%2, client (i/2)%2, so both clients contend
+	// for both locks.
 	results := make([]workerResult, s.cfg.workers)
 	var workers sync.WaitGroup
 	for i := range results {
-		results[i].client = i % 2
+		results[i].kind, results[i].client = i%len(s.kinds), (i/len(s.kinds))%2
 		workers.Go(func() { s.worker(workCtx, &results[i]) })
 	}
 	var progress sync.WaitGroup
@@ -239,8 +268,3 @@ func firstLine(err error) string {
 	message, _, _ := strings.Cut(err.Error(), "\n")
 	return message
 }
-
-// quietRedis drops go-redis's own log lines.
-type quietRedis struct{}
-
-func (quietRedis) Printf(context.Context, string, ...any) {}

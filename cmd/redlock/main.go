@@ -1,11 +1,36 @@
-// Command redlock shows the redlock library at work against real
-// redis-server processes that it starts, abuses and stops itself, so that
-// its claims (mutual exclusion, reentrancy, surviving a minority of failed
-// nodes) can be watched rather than taken on trust.
+// Command redlock is the redlock library for shell scripts and operators:
+// take a lock around a command the way flock(1), etcdctl lock or consul
+// lock do, look at a lock's state on every node, or watch the library at
+// work against real redis-server processes.
 //
 // Usage:
 //
-//	redlock demo [-nodes 5] [-duration 10s] [-workers 8]
+//	redlock run [-nodes URLs] -name NAME [-ttl 30s] [-wait 10s] [-fair] [-fencing] [-grace 10s] -- CMD [ARGS...]
+//	redlock inspect [-nodes URLs] [-json] [-prefix redlock:] NAME
+//	redlock demo [-nodes 5 | -nodes URL,URL,...] [-duration 10s] [-workers 8]
+//
+// Nodes come from -nodes or, when it is not given, from $REDLOCK_NODES: a
+// comma-separated list of redis:// or rediss:// URLs, one per independent
+// Redis node.
+//
+// # Exit statuses
+//
+// redlock run exits with its command's status, so it can wrap any command
+// in a script. Its own outcomes therefore use codes that commands rarely
+// use, following timeout(1) and the shell:
+//
+//	0-122  CMD's own exit status
+//	2      bad usage: unknown flag, missing -name or CMD, malformed URL (before anything runs)
+//	123    the lock was lost while CMD ran; CMD got SIGTERM, then SIGKILL after -grace
+//	124    the lock was not acquired within -wait
+//	125    redlock's own failure: no quorum of nodes reachable, or another error
+//	126    CMD was found but could not be started
+//	127    CMD was not found
+//	128+N  CMD died of signal N, or redlock got signal N while waiting for the lock
+//
+// redlock inspect exits 0 when every node answered and 125 when some did
+// not (the report still shows the others); redlock demo exits 0 when the
+// run upheld every claim, 1 when it did not, 130 when interrupted.
 package main
 
 import (
@@ -15,37 +40,60 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/redis/go-redis/v9"
 )
 
-// Exit statuses. exitInterrupted follows the shell's 128+SIGINT convention
-// so that scripts can tell a Ctrl-C from a failed run.
+// Exit statuses; see the package comment for what each one means. The
+// run-specific ones sit just below 126/127 (the shell's "cannot execute"
+// and "not found") as timeout(1)'s do, so that a wrapped command's own
+// common statuses (1, 2, 3...) keep meaning what the command means.
 const (
-	exitOK          = 0
-	exitFailure     = 1
-	exitUsage       = 2
-	exitInterrupted = 130
+	exitOK           = 0
+	exitFailure      = 1
+	exitUsage        = 2
+	exitLost         = 123
+	exitNotAcquired  = 124
+	exitError        = 125
+	exitCannotInvoke = 126
+	exitNotFound     = 127
+	exitSignalBase   = 128
+	exitInterrupted  = exitSignalBase + int(syscall.SIGINT)
 )
 
 const usage = `usage: redlock <command> [flags]
 
 commands:
-  demo    start local redis-server nodes and show the lock under contention,
-          reentrancy and the failure of a minority of nodes
-          (redlock demo -h lists its flags)
+  run      take a lock, run a command while holding it, release it
+           (like flock(1) across hosts)
+  inspect  show a lock's holder, fair queue, TTL and fence counter on every node
+  demo     start local redis-server nodes and show the lock under contention,
+           reentrancy and the failure of a minority of nodes
+
+Nodes: -nodes URL,URL,... or $REDLOCK_NODES (redis:// or rediss:// URLs).
+Run "redlock <command> -h" for a command's flags, exit statuses and examples.
 `
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	os.Exit(dispatch(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// run dispatches to a subcommand and returns the exit status; it never
-// calls os.Exit itself, so deferred cleanup in the subcommands always runs.
-func run(args []string, stdout, stderr io.Writer) int {
+// dispatch runs a subcommand and returns the exit status; it never calls
+// os.Exit itself, so deferred cleanup in the subcommands always runs.
+func dispatch(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return exitUsage
 	}
+	// Nodes go down on purpose in the demo and by accident in production;
+	// go-redis would log each refused dial on stderr. The errors reach the
+	// user through redlock's own one-line messages instead.
+	redis.SetLogger(quietRedis{})
 	switch args[0] {
+	case "run":
+		return runCommand(args[1:], stderr)
+	case "inspect":
+		return inspect(args[1:], stdout, stderr)
 	case "demo":
 		// Ctrl-C or SIGTERM cancels ctx and the demo winds down: workers
 		// finish their section, clients close, servers stop, the temp dir
@@ -61,7 +109,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "redlock: unknown command %q (commands: demo; run redlock -h)\n", args[0])
+		fmt.Fprintf(stderr, "redlock: unknown command %q (commands: run, inspect, demo; see redlock -h)\n", args[0])
 		return exitUsage
 	}
 }
+
+// quietRedis drops go-redis's own log lines.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}

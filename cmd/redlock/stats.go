@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -33,7 +34,8 @@ func short(d time.Duration) string {
 	return d.Round(time.Millisecond).String()
 }
 
-// clientStats is one row of the table.
+// clientStats is one row of the table: one lock kind on one client, or
+// the total.
 type clientStats struct {
 	name                 string
 	sections             int64
@@ -42,23 +44,36 @@ type clientStats struct {
 	lostLeases           int
 }
 
+// tally makes a row per lock kind and client that had workers, then the
+// total.
 func (s *session) tally(results []workerResult) []clientStats {
-	rows := make([]clientStats, len(s.clients)+1)
-	for i := range s.clients {
-		rows[i].name = clientNames[i]
-		rows[i].sections = s.sections[i].Load()
+	type key struct{ kind, client int }
+	index := make(map[key]int)
+	var rows []clientStats
+	for kind := range s.kinds {
+		for client := range s.clients {
+			for _, r := range results {
+				if r.kind == kind && r.client == client {
+					index[key{kind, client}] = len(rows)
+					rows = append(rows, clientStats{
+						name:     s.kinds[kind].label + ", " + clientNames[client],
+						sections: s.kinds[kind].sections[client].Load(),
+					})
+					break
+				}
+			}
+		}
 	}
+	rows = append(rows, clientStats{name: "total", sections: s.sectionsDone()})
 	total := &rows[len(rows)-1]
-	total.name = "total"
 	for _, r := range results {
-		for _, row := range []*clientStats{&rows[r.client], total} {
+		for _, row := range []*clientStats{&rows[index[key{r.kind, r.client}]], total} {
 			row.waits = append(row.waits, r.waits...)
 			row.lockErrs += r.lockErrs
 			row.unlockErrs += r.unlockErrs
 			row.lostLeases += r.lostLeases
 		}
 	}
-	total.sections = rows[0].sections + rows[1].sections
 	for i := range rows {
 		slices.Sort(rows[i].waits)
 	}
@@ -69,9 +84,13 @@ func (s *session) tally(results []workerResult) []clientStats {
 // always "violations: N", for scripts to grep.
 func (s *session) report(results []workerResult, interrupted bool) int {
 	rows := s.tally(results)
-	total := rows[len(rows)-1]
-	counter := s.counter.Load()
-	lost := total.sections - counter
+	var lost int64
+	counters := make([]string, len(s.kinds))
+	for i, kind := range s.kinds {
+		sections := kind.sections[0].Load() + kind.sections[1].Load()
+		lost += sections - kind.counter.Load()
+		counters[i] = fmt.Sprintf("%s %d", kind.label, kind.counter.Load())
+	}
 	violations := s.check.Violations()
 
 	s.outMu.Lock()
@@ -86,6 +105,11 @@ func (s *session) report(results []workerResult, interrupted bool) int {
 			row.lockErrs, row.unlockErrs, row.lostLeases)
 	}
 	_ = table.Flush()
+	for _, kind := range s.kinds {
+		all := kind.handoffs.total()
+		fmt.Fprintf(out, "handoff %s (Unlock to the next waiter's grant): p50 %s, p99 %s, max %s over %d handoffs\n", kind.label,
+			short(percentile(all, 50)), short(percentile(all, 99)), short(percentile(all, 100)), len(all))
+	}
 	for _, r := range results {
 		if r.lastErr != nil {
 			fmt.Fprintf(out, "last lock/unlock error (%s): %s\n", clientNames[r.client], firstLine(r.lastErr))
@@ -100,7 +124,7 @@ func (s *session) report(results []workerResult, interrupted bool) int {
 		fmt.Fprintf(out, "VIOLATION %s\n", v)
 	}
 	fmt.Fprintf(out, "grants checked: %d\n", s.check.Len())
-	fmt.Fprintf(out, "counter: %d\n", counter)
+	fmt.Fprintf(out, "counters: %s\n", strings.Join(counters, ", "))
 	fmt.Fprintf(out, "lost updates: %d\n", lost)
 	fmt.Fprintf(out, "violations: %d\n", len(violations))
 

@@ -12,6 +12,7 @@ import (
 // workerResult is what one worker saw. Each worker writes only its own, and
 // the report reads them after every worker has returned.
 type workerResult struct {
+	kind       int             // index into session.kinds
 	client     int             // index into session.clients
 	waits      []time.Duration // time spent in each successful Lock
 	lockErrs   int
@@ -20,10 +21,15 @@ type workerResult struct {
 	lastErr    error
 }
 
-// worker takes the counter lock over and over until ctx ends. Each grant
+// worker takes its kind's lock over and over until ctx ends. Each grant
 // goes to the checker with the interval in which this worker could act.
 func (s *session) worker(ctx context.Context, r *workerResult) {
-	mutex := s.clients[r.client].Mutex(counterLock)
+	kind := s.kinds[r.kind]
+	var opts []redlock.Option
+	if kind.fair {
+		opts = append(opts, redlock.WithFair())
+	}
+	mutex := s.clients[r.client].Mutex(kind.name, opts...)
 	for ctx.Err() == nil {
 		began := time.Now()
 		lease, err := mutex.Lock(ctx)
@@ -36,26 +42,28 @@ func (s *session) worker(ctx context.Context, r *workerResult) {
 			continue
 		}
 		acquired := time.Now()
+		kind.handoffs.granted(began, acquired)
 		r.waits = append(r.waits, acquired.Sub(began))
 
 		// The critical section: a read-modify-write with a pause in the
 		// middle, so that two holders at once would lose an update. The
 		// write is skipped when the lease ended meanwhile: past its Context
 		// the holder may no longer act (see doc.go).
-		value := s.counter.Load()
+		value := kind.counter.Load()
 		time.Sleep(time.Millisecond)
 		if lease.Context().Err() == nil {
-			s.counter.Store(value + 1)
-			s.sections[r.client].Add(1)
+			kind.counter.Store(value + 1)
+			kind.sections[r.client].Add(1)
 		} else {
 			r.lostLeases++
 		}
 
 		released := time.Now()
 		s.check.Record(checker.Grant{
-			Name: counterLock, Owner: lease.Owner(), Token: lease.Token(),
+			Name: kind.name, Owner: lease.Owner(), Token: lease.Token(),
 			Acquired: acquired, Released: released, Until: lease.Until(),
 		})
+		kind.handoffs.unlocking(released)
 		// Unlock is not tied to ctx: a Ctrl-C still gives the lock back.
 		if err := lease.Unlock(context.Background()); err != nil {
 			r.unlockErrs, r.lastErr = r.unlockErrs+1, err
@@ -167,14 +175,14 @@ func (s *session) nodeFailure(ctx context.Context, restartAt time.Duration) {
 		}
 	}
 	killed := time.Now()
-	before := s.sections[0].Load() + s.sections[1].Load()
+	before := s.sectionsDone()
 	s.printf("node failure: killed %d of %d nodes (SIGKILL); %d remain, quorum %d: locks keep working",
-		len(victims), n, s.nodesUp(), n/2+1)
+		len(victims), n, n-len(victims), n/2+1)
 
 	if !s.sleepUntil(ctx, restartAt) {
 		return // cleanup stops whatever still runs
 	}
-	during := s.sections[0].Load() + s.sections[1].Load() - before
+	during := s.sectionsDone() - before
 	if during == 0 {
 		s.fail("node failure: no section completed while %d of %d nodes were down", len(victims), n)
 	}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/redis/go-redis/v9"
+)
+
+const inspectUsage = `usage: redlock inspect [-nodes URLs] [-json] [-prefix redlock:] NAME
+
+Shows the lock NAME as each node sees it: whether the node answered (and
+its error if not), the owner id holding the lock there with its number of
+holds and remaining TTL, the fair queue (owner ids in line, their tickets
+and how long until each waiter's heartbeat runs out), and the fencing
+counter. Read-only: it runs HGETALL, PTTL, ZRANGE, GET and TIME, each node
+bounded by -timeout, and never changes the lock.
+
+Exit statuses:
+  0    every node answered
+  2    bad usage
+  125  some node did not answer (the report still shows the others)
+
+Example:
+  redlock inspect -nodes redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379 nightly-backup
+  redlock inspect -json nightly-backup | jq '.nodes[].owner'
+
+Flags:
+`
+
+// inspectConfig holds inspect's flags.
+type inspectConfig struct {
+	urls    []string
+	name    string
+	prefix  string
+	json    bool
+	timeout time.Duration
+}
+
+func parseInspectFlags(args []string, stderr io.Writer) (inspectConfig, int, bool) {
+	var cfg inspectConfig
+	var nodes string
+	flags := flag.NewFlagSet("redlock inspect", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.Usage = func() {
+		fmt.Fprint(flags.Output(), inspectUsage)
+		flags.PrintDefaults()
+	}
+	flags.StringVar(&nodes, "nodes", "", "comma-separated redis:// or rediss:// URLs, one per node (default $"+nodesEnv+")")
+	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix the lock was taken with")
+	flags.BoolVar(&cfg.json, "json", false, "print JSON instead of a table")
+	flags.DurationVar(&cfg.timeout, "timeout", time.Second, "how long each node may take to answer")
+	parse := func(args []string) (int, bool) {
+		if err := flags.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return exitOK, false
+			}
+			return exitUsage, false
+		}
+		return exitOK, true
+	}
+	if code, ok := parse(args); !ok {
+		return cfg, code, false
+	}
+	// Flags may also follow NAME: "redlock inspect jobs -json" reads well.
+	if flags.NArg() > 0 {
+		cfg.name = flags.Arg(0)
+		if code, ok := parse(flags.Args()[1:]); !ok {
+			return cfg, code, false
+		}
+	}
+	bad := func(format string, args ...any) (inspectConfig, int, bool) {
+		fmt.Fprintf(stderr, "redlock inspect: "+format+" (see redlock inspect -h)\n", args...)
+		return cfg, exitUsage, false
+	}
+	urls, err := nodeURLs(nodes)
+	switch {
+	case cfg.name == "":
+		return bad("no lock name: redlock inspect NAME")
+	case flags.NArg() > 0:
+		return bad("unexpected argument %q after the lock name", flags.Arg(0))
+	case err != nil:
+		return bad("%v", err)
+	case cfg.timeout <= 0:
+		return bad("-timeout must be positive, got %v", cfg.timeout)
+	}
+	cfg.urls = urls
+	return cfg, exitOK, true
+}
+
+// inspect is the inspect subcommand.
+func inspect(args []string, stdout, stderr io.Writer) int {
+	cfg, code, ok := parseInspectFlags(args, stderr)
+	if !ok {
+		return code
+	}
+	ns, err := dialNodes(cfg.urls, cfg.timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock inspect: %v\n", err)
+		return exitUsage
+	}
+	defer ns.close()
+
+	rep := lockReport{Name: cfg.name, Prefix: cfg.prefix, Quorum: ns.quorum(), Nodes: make([]nodeState, len(ns.clients))}
+	keys := keysFor(cfg.prefix, cfg.name)
+	var wg sync.WaitGroup
+	for i, client := range ns.clients {
+		wg.Go(func() { rep.Nodes[i] = readNode(client, i, ns.addrs[i], keys, cfg.timeout) })
+	}
+	wg.Wait()
+	rep.summarize()
+
+	if cfg.json {
+		err = writeJSON(stdout, &rep)
+	} else {
+		err = writeTable(stdout, &rep)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock inspect: write: %s\n", oneLine(err))
+		return exitError
+	}
+	var failed []*redlock.NodeError
+	for _, n := range rep.Nodes {
+		if !n.Reachable {
+			failed = append(failed, &redlock.NodeError{Node: n.Node, Addr: n.Addr, Err: errors.New(n.Error)})
+		}
+	}
+	if len(failed) > 0 {
+		fmt.Fprintf(stderr, "redlock inspect: %d of %d nodes did not answer: %s\n", len(failed), len(ns.clients), describeNodes(failed))
+		return exitError
+	}
+	return exitOK
+}
+
+// lockKeys are the Redis names of one lock, laid out as the library's
+// keysFor lays them out (redlock.go): the name in a hash tag after the
+// prefix, so every key of a lock sits in one Cluster slot.
+type lockKeys struct{ lock, fence, queue, alive string }
+
+func keysFor(prefix, name string) lockKeys {
+	base := prefix + "{" + name + "}"
+	return lockKeys{lock: base, fence: base + ":fence", queue: base + ":queue", alive: base + ":alive"}
+}
+
+// ownerField is the lock hash's field naming the owner; every other field
+// is one hold.
+const ownerField = "owner"
+
+// readNode reads one node's view of the lock in one round trip. A node that
+// does not answer TIME is unreachable; any other failed read (a key of the
+// wrong type) is reported with the node still reachable.
+func readNode(client *redis.Client, index int, addr string, k lockKeys, timeout time.Duration) nodeState {
+	state := nodeState{Node: index, Addr: addr, PTTLms: -2, Queue: []waiter{}}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	pipe := client.Pipeline()
+	now := pipe.Time(ctx)
+	hash := pipe.HGetAll(ctx, k.lock)
+	pttl := pipe.Do(ctx, "PTTL", k.lock)
+	queue := pipe.ZRangeWithScores(ctx, k.queue, 0, -1)
+	alive := pipe.ZRangeWithScores(ctx, k.alive, 0, -1)
+	fence := pipe.Get(ctx, k.fence)
+	_, _ = pipe.Exec(ctx) // each command's own error is checked below
+	if err := now.Err(); err != nil {
+		state.Error = oneLine(err)
+		return state
+	}
+	state.Reachable = true
+	var errs []error
+	note := func(what string, err error) {
+		if err != nil && !errors.Is(err, redis.Nil) {
+			errs = append(errs, fmt.Errorf("%s: %w", what, err))
+		}
+	}
+	note("HGETALL", hash.Err())
+	for field, value := range hash.Val() {
+		if field == ownerField {
+			state.Owner = value
+		} else {
+			state.Holds++
+		}
+	}
+	if v, err := pttl.Int64(); err == nil {
+		state.PTTLms = v
+	} else {
+		note("PTTL", err)
+	}
+	note("ZRANGE queue", queue.Err())
+	note("ZRANGE alive", alive.Err())
+	deadlines := make(map[string]int64)
+	for _, z := range alive.Val() {
+		deadlines[fmt.Sprint(z.Member)] = int64(z.Score)
+	}
+	nowMS := now.Val().UnixMilli()
+	for _, z := range queue.Val() {
+		w := waiter{Owner: fmt.Sprint(z.Member), Ticket: int64(z.Score)}
+		if deadline, ok := deadlines[w.Owner]; ok {
+			remaining := deadline - nowMS
+			w.HeartbeatMS = &remaining
+		}
+		state.Queue = append(state.Queue, w)
+	}
+	if v, err := fence.Int64(); err == nil {
+		state.Fence = v
+	} else {
+		note("GET fence", err)
+	}
+	if len(errs) > 0 {
+		state.Error = oneLine(errors.Join(errs...))
+	}
+	return state
+}

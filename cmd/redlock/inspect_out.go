@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+	"time"
+)
+
+// lockReport is what inspect prints; its JSON form is a stable interface
+// for scripts, so fields are only ever added.
+type lockReport struct {
+	Name      string      `json:"name"`
+	Prefix    string      `json:"prefix"`
+	Quorum    int         `json:"quorum"`    // nodes that must agree
+	Reachable int         `json:"reachable"` // nodes that answered
+	Holder    string      `json:"holder"`    // the owner on the most nodes; "" when free everywhere
+	HeldOn    int         `json:"held_on"`   // nodes where Holder holds it
+	Nodes     []nodeState `json:"nodes"`
+}
+
+// nodeState is one node's view of the lock.
+type nodeState struct {
+	Node      int      `json:"node"`
+	Addr      string   `json:"addr"`
+	Reachable bool     `json:"reachable"`
+	Error     string   `json:"error,omitempty"`
+	Owner     string   `json:"owner,omitempty"` // owner id holding the lock on this node
+	Holds     int      `json:"holds"`           // the owner's reentrant holds
+	PTTLms    int64    `json:"pttl_ms"`         // remaining TTL; -2 when the lock key does not exist
+	Queue     []waiter `json:"queue"`           // fair waiters, first in line first
+	Fence     int64    `json:"fence"`           // the fencing counter (0 when never used)
+}
+
+// waiter is one owner in a fair queue.
+type waiter struct {
+	Owner  string `json:"owner"`
+	Ticket int64  `json:"ticket"` // its place: microseconds since the epoch when it started waiting
+	// HeartbeatMS is how long until the waiter is dropped from the queue
+	// unless it tries again; null when it has no heartbeat entry.
+	HeartbeatMS *int64 `json:"heartbeat_ms"`
+}
+
+// summarize fills the fields that look across nodes.
+func (r *lockReport) summarize() {
+	counts := make(map[string]int)
+	for _, n := range r.Nodes {
+		if n.Reachable {
+			r.Reachable++
+		}
+		if n.Owner != "" {
+			counts[n.Owner]++
+		}
+	}
+	for owner, count := range counts {
+		if count > r.HeldOn || (count == r.HeldOn && owner < r.Holder) {
+			r.Holder, r.HeldOn = owner, count
+		}
+	}
+}
+
+func writeJSON(w io.Writer, r *lockReport) error {
+	encoder := json.NewEncoder(w)
+	encoder.SetIndent("", "  ")
+	return encoder.Encode(r)
+}
+
+// writeTable prints a headline, one row per node and the queue of each
+// node that has one. It builds the text first so that one write, whose
+// error is returned, puts it out.
+func writeTable(out io.Writer, r *lockReport) error {
+	w := new(bytes.Buffer)
+	var headline string
+	switch {
+	case r.Holder == "":
+		headline = "free on every node that answered"
+	case r.HeldOn >= r.Quorum:
+		headline = fmt.Sprintf("held by %s on %d nodes", r.Holder, r.HeldOn)
+	default:
+		headline = fmt.Sprintf("not held by a quorum (%s on %d nodes): expiring, or being acquired", r.Holder, r.HeldOn)
+	}
+	fmt.Fprintf(w, "lock %q (key %s{%s}), %d of %d nodes answered, quorum %d: %s\n",
+		r.Name, r.Prefix, r.Name, r.Reachable, len(r.Nodes), r.Quorum, headline)
+	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(table, "NODE\tADDRESS\tSTATE\tOWNER\tHOLDS\tTTL\tQUEUED\tFENCE")
+	for _, n := range r.Nodes {
+		if !n.Reachable {
+			fmt.Fprintf(table, "%d\t%s\tdown: %s\t\t\t\t\t\n", n.Node, n.Addr, n.Error)
+			continue
+		}
+		state, owner, holds, ttl := "free", "-", "-", "-"
+		if n.Owner != "" {
+			state, owner, holds, ttl = "held", n.Owner, strconv.Itoa(n.Holds), pttl(n.PTTLms)
+		}
+		if n.Error != "" {
+			state = "error: " + n.Error
+		}
+		fmt.Fprintf(table, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", n.Node, n.Addr, state, owner, holds, ttl, len(n.Queue), n.Fence)
+	}
+	_ = table.Flush() // into a buffer: cannot fail
+	for _, n := range r.Nodes {
+		if len(n.Queue) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "queue on node %d:\n", n.Node)
+		for i, q := range n.Queue {
+			heartbeat := "no heartbeat"
+			if q.HeartbeatMS != nil {
+				heartbeat = "heartbeat ends in " + pttl(*q.HeartbeatMS)
+			}
+			fmt.Fprintf(w, "  %d. %s  ticket %d  %s\n", i+1, q.Owner, q.Ticket, heartbeat)
+		}
+	}
+	_, err := w.WriteTo(out)
+	return err
+}
+
+// pttl shows a remaining time in milliseconds the way PTTL means it.
+func pttl(ms int64) string {
+	switch {
+	case ms == -1:
+		return "no expiry"
+	case ms < 0:
+		return "expired"
+	}
+	return (time.Duration(ms) * time.Millisecond).String()
+}

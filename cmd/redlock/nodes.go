@@ -1,0 +1,163 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+)
+
+// nodesEnv names the node list when -nodes is not given, so that a script
+// (or a shell profile) sets it once rather than on every command line.
+const nodesEnv = "REDLOCK_NODES"
+
+// nodeTimeout bounds each call to one node. It is the library's default: a
+// dead node costs a command half a second, not the TCP timeout.
+const nodeTimeout = redlock.DefaultNodeTimeout
+
+// nodeURLs returns the URLs of -nodes, or of $REDLOCK_NODES when the flag
+// is empty. An empty item (a stray comma) is an error rather than skipped,
+// since it usually means a variable expanded to nothing.
+func nodeURLs(flagValue string) ([]string, error) {
+	list, from := flagValue, "-nodes"
+	if list == "" {
+		list, from = os.Getenv(nodesEnv), "$"+nodesEnv
+	}
+	if strings.TrimSpace(list) == "" {
+		return nil, fmt.Errorf("no nodes: give -nodes redis://host:port,... or set $%s", nodesEnv)
+	}
+	var urls []string
+	for i, item := range strings.Split(list, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			return nil, fmt.Errorf("%s: node %d is empty", from, i)
+		}
+		urls = append(urls, item)
+	}
+	return urls, nil
+}
+
+// nodeSet is one go-redis client per node. The CLI makes the clients
+// itself, rather than through redlock.Dial, so that inspect can read the
+// keys and run can check reachability before it waits for the lock.
+type nodeSet struct {
+	clients []*redis.Client
+	addrs   []string
+}
+
+// dialNodes makes a client per URL. Nothing connects yet. The error never
+// repeats a URL: it may carry a password.
+func dialNodes(urls []string, timeout time.Duration) (*nodeSet, error) {
+	ns := &nodeSet{}
+	for i, url := range urls {
+		options, err := redis.ParseURL(url)
+		if err != nil {
+			ns.close()
+			message := strings.ReplaceAll(err.Error(), url, "<url>")
+			return nil, fmt.Errorf("node %d: %s (want redis://[user:password@]host:port[/db] or rediss://...)", i, message)
+		}
+		// As redlock.Dial does: every call is cut at the node timeout.
+		options.ContextTimeoutEnabled = true
+		options.DialTimeout, options.ReadTimeout, options.WriteTimeout = timeout, timeout, timeout
+		if options.DialerRetries == 0 {
+			options.DialerRetries = 1 // a refused dial is final: the lock retries on its own terms
+		}
+		if options.MaintNotificationsConfig == nil {
+			// Probing for it only adds noise on servers without it.
+			options.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+		}
+		ns.clients = append(ns.clients, redis.NewClient(options))
+		ns.addrs = append(ns.addrs, options.Addr)
+	}
+	return ns, nil
+}
+
+func (ns *nodeSet) close() {
+	for _, client := range ns.clients {
+		_ = client.Close()
+	}
+}
+
+// universal is the node list as redlock.New takes it.
+func (ns *nodeSet) universal() []redis.UniversalClient {
+	clients := make([]redis.UniversalClient, len(ns.clients))
+	for i, client := range ns.clients {
+		clients[i] = client
+	}
+	return clients
+}
+
+// quorum is the number of nodes that must agree: a majority.
+func (ns *nodeSet) quorum() int { return len(ns.clients)/2 + 1 }
+
+// ping asks every node at once and returns the failures, one
+// *redlock.NodeError per node that did not answer within the timeout.
+func (ns *nodeSet) ping(ctx context.Context, timeout time.Duration) []*redlock.NodeError {
+	errs := make([]error, len(ns.clients))
+	var wg sync.WaitGroup
+	for i, client := range ns.clients {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			errs[i] = client.Ping(ctx).Err()
+		})
+	}
+	wg.Wait()
+	var failed []*redlock.NodeError
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, &redlock.NodeError{Node: i, Addr: ns.addrs[i], Err: err})
+		}
+	}
+	return failed
+}
+
+// nodeErrors collects every *redlock.NodeError in err's tree: the library
+// joins one per failing node under ErrNoQuorum, and errors.As finds only
+// the first.
+func nodeErrors(err error) []*redlock.NodeError {
+	var found []*redlock.NodeError
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+		case *redlock.NodeError:
+			found = append(found, e)
+		case interface{ Unwrap() []error }:
+			for _, inner := range e.Unwrap() {
+				walk(inner)
+			}
+		default:
+			walk(errors.Unwrap(err))
+		}
+	}
+	walk(err)
+	return found
+}
+
+// describeNodes names failing nodes on one line: "node 1 (host:port):
+// connection refused; node 2 (...): ...". Each node appears once.
+func describeNodes(failed []*redlock.NodeError) string {
+	seen := make(map[int]bool)
+	var parts []string
+	for _, e := range failed {
+		if seen[e.Node] {
+			continue
+		}
+		seen[e.Node] = true
+		parts = append(parts, fmt.Sprintf("node %d (%s): %s", e.Node, e.Addr, oneLine(e.Err)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// oneLine keeps an error to one line: joined errors are newline-separated.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// TestRun_exitStatus: redlock run is transparent to scripts: CMD's status
+// (or 128+signal) comes back, CMD sees the lock in its environment, and
+// the lock is free again afterwards. One dead node of three changes
+// nothing.
+func TestRun_exitStatus(t *testing.T) {
+	t.Parallel()
+	urls := redistest.Start(t, 3).URLs()
+	env := nodesEnvFor(append(urls[:2:2], closedPort(t)))
+	for _, c := range []struct {
+		args []string
+		code int
+		want []string
+	}{
+		{[]string{"sh", "-c", "exit 7"}, 7, nil},
+		{[]string{"true"}, 0, nil},
+		{[]string{"sh", "-c", "kill -TERM $$"}, 128 + int(syscall.SIGTERM), nil},
+		{[]string{"sh", "-c", `test "$REDLOCK_NAME" = codes && test -n "$REDLOCK_OWNER" && test -z "$REDLOCK_TOKEN"`}, 0, nil},
+		{[]string{"redlock-no-such-command"}, exitNotFound, []string{"redlock run: redlock-no-such-command: command not found"}},
+	} {
+		runCLI(t, env, append([]string{"run", "-name", "codes", "--"}, c.args...)...).expect(t, c.code, c.want...)
+	}
+	fenced := runCLI(t, env, "run", "-name", "codes", "-fencing", "--", "sh", "-c", `echo "$REDLOCK_TOKEN"`)
+	fenced.expect(t, 0)
+	if token, err := strconv.Atoi(strings.TrimSpace(fenced.stdout.String())); err != nil || token < 1 {
+		t.Errorf("REDLOCK_TOKEN = %q, want a positive number", fenced.stdout.String())
+	}
+	inspect := runCLI(t, env, "inspect", "-json", "codes")
+	inspect.expect(t, exitError, "node 2") // the dead node; the report still comes
+	var rep lockReport
+	if err := json.Unmarshal(inspect.stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("inspect -json: %v: %s", err, inspect.stdout.String())
+	}
+	if rep.Holder != "" || rep.Reachable != 2 {
+		t.Errorf("after the runs: holder %q on %d nodes, %d reachable; want free, 2 reachable", rep.Holder, rep.HeldOn, rep.Reachable)
+	}
+}
+
+// TestRun_noOverlap: commands run under one name never overlap, judged by
+// the intervals the commands themselves write down.
+func TestRun_noOverlap(t *testing.T) {
+	t.Parallel()
+	env := nodesEnvFor(redistest.Start(t, 3).URLs())
+	log := filepath.Join(t.TempDir(), "intervals")
+	script := `echo "$0 start $(date +%s%N)" >> "$1"; sleep 0.2; echo "$0 end $(date +%s%N)" >> "$1"`
+	const runs = 4
+	var clis []*cli
+	for i := range runs {
+		clis = append(clis, startCLI(t, env, "run", "-name", "overlap", "--", "sh", "-c", script, "run"+strconv.Itoa(i), log))
+	}
+	for _, c := range clis {
+		c.wait()
+		c.expect(t, 0)
+	}
+	type interval struct{ start, end int64 }
+	intervals := map[string]*interval{}
+	file, err := os.Open(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	scanner := bufio.NewScanner(file)
+	for scanner.Scan() {
+		var id, what string
+		var at int64
+		if _, err := fmt.Sscan(scanner.Text(), &id, &what, &at); err != nil {
+			t.Fatalf("line %q: %v", scanner.Text(), err)
+		}
+		if intervals[id] == nil {
+			intervals[id] = &interval{}
+		}
+		if what == "start" {
+			intervals[id].start = at
+		} else {
+			intervals[id].end = at
+		}
+	}
+	if len(intervals) != runs {
+		t.Fatalf("%d commands wrote intervals, want %d", len(intervals), runs)
+	}
+	for a, x := range intervals {
+		for b, y := range intervals {
+			if a < b && x.start < y.end && y.start < x.end {
+				t.Errorf("%s [%d, %d] overlaps %s [%d, %d]", a, x.start, x.end, b, y.start, y.end)
+			}
+		}
+	}
+}
+
+// TestRun_notAcquired: -wait bounds the wait, and a timeout has its own
+// status; the holder is stopped by a forwarded SIGTERM.
+func TestRun_notAcquired(t *testing.T) {
+	t.Parallel()
+	env := nodesEnvFor(redistest.Start(t, 3).URLs())
+	ready := filepath.Join(t.TempDir(), "ready")
+	holder := startCLI(t, env, "run", "-name", "busy", "--", "sh", "-c", `echo up > "$0"; exec sleep 20`, ready)
+	waitForFile(t, ready, 10*time.Second)
+
+	began := time.Now()
+	runCLI(t, env, "run", "-name", "busy", "-wait", "100ms", "--", "true").
+		expect(t, exitNotAcquired, `redlock run: lock "busy" not acquired within 100ms`)
+	if took := time.Since(began); took > 5*time.Second {
+		t.Errorf("-wait 100ms took %v", took)
+	}
+
+	if err := holder.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	holder.wait()
+	holder.expect(t, 128+int(syscall.SIGTERM)) // forwarded: sleep died of it
+	runCLI(t, env, "run", "-name", "busy", "-wait", "2s", "--", "true").expect(t, 0)
+}
+
+// TestRun_lost: when a majority of the nodes dies under a held lock, the
+// lease is lost within its TTL; CMD gets SIGTERM (or SIGKILL after -grace
+// when it ignores SIGTERM) and redlock exits with the lost status.
+func TestRun_lost(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		name, trap string
+		wantTerm   bool
+	}{
+		{"stops on SIGTERM", `trap 'echo TERM > "$1"; exit 0' TERM`, true},
+		{"ignores SIGTERM", `trap '' TERM`, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			cluster := redistest.Start(t, 3)
+			dir := t.TempDir()
+			ready, term := filepath.Join(dir, "ready"), filepath.Join(dir, "term")
+			script := c.trap + `; echo up > "$0"; while :; do sleep 0.05; done`
+			held := startCLI(t, nodesEnvFor(cluster.URLs()), "run", "-name", "doomed", "-ttl", "1s", "-grace", "300ms",
+				"--", "sh", "-c", script, ready, term)
+			waitForFile(t, ready, 10*time.Second)
+			for _, node := range cluster.Nodes[1:] {
+				if err := node.Kill(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			killed := time.Now()
+			held.wait()
+			held.expect(t, exitLost, `redlock run: lock "doomed" lost while sh ran`, "sent it SIGTERM")
+			if took := time.Since(killed); took > 5*time.Second {
+				t.Errorf("lost status %v after the nodes died, want within about the TTL", took)
+			}
+			_, err := os.Stat(term)
+			if gotTerm := err == nil; gotTerm != c.wantTerm {
+				t.Errorf("CMD's TERM trap ran: %v, want %v", gotTerm, c.wantTerm)
+			}
+			if lines := strings.Count(strings.TrimSpace(held.stderr.String()), "\n") + 1; lines != 1 {
+				t.Errorf("stderr has %d lines, want 1: %s", lines, held.stderr.String())
+			}
+		})
+	}
+}

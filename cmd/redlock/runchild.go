@@ -1,0 +1,204 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/quorumlock/redlock"
+)
+
+// forwarded are the signals a supervisor or a user sends to stop a job.
+// redlock passes them on to CMD instead of dying from them, so that the
+// lock is released only after CMD has stopped.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+
+// releaseTimeout bounds the release after CMD exits. A release that does
+// not reach a quorum leaves holds that expire at the TTL.
+const releaseTimeout = 5 * time.Second
+
+// holdAndRun checks that a quorum of nodes answers, waits for the lock,
+// runs CMD under it and releases it. Signals are caught from the start, so
+// that one arriving while redlock waits stops the wait cleanly.
+func holdAndRun(cfg runConfig, client *redlock.Client, ns *nodeSet, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, forwarded...)
+	defer signal.Stop(sigs)
+
+	// Without a quorum, Lock would retry until -wait ends and report a
+	// timeout; the operator needs to hear about the nodes instead.
+	if failed := ns.ping(context.Background(), nodeTimeout); len(ns.clients)-len(failed) < ns.quorum() {
+		fmt.Fprintf(stderr, "redlock run: no quorum: %d of %d nodes reachable, %d needed: %s\n",
+			len(ns.clients)-len(failed), len(ns.clients), ns.quorum(), describeNodes(failed))
+		return exitError
+	}
+	lease, code := acquire(cfg, client, sigs, stderr)
+	if lease == nil {
+		return code
+	}
+	return supervise(cfg, lease, sigs, stderr)
+}
+
+// errWaitOver is the cause of the ctx of a Lock whose -wait ran out.
+var errWaitOver = errors.New("-wait elapsed")
+
+// acquire waits for the lock for up to -wait. It returns the lease, or nil
+// and the exit status after printing why.
+func acquire(cfg runConfig, client *redlock.Client, sigs <-chan os.Signal, stderr io.Writer) (*redlock.Lease, int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if cfg.wait > 0 {
+		var stop context.CancelFunc
+		ctx, stop = context.WithTimeoutCause(ctx, cfg.wait, errWaitOver)
+		defer stop()
+	}
+	type result struct {
+		lease *redlock.Lease
+		err   error
+	}
+	// Lock runs in its own goroutine so that this one can watch for
+	// signals; every path below receives its result before returning.
+	done := make(chan result, 1)
+	var locking sync.WaitGroup
+	mutex := client.Mutex(cfg.name)
+	locking.Go(func() {
+		lease, err := mutex.Lock(ctx)
+		done <- result{lease, err}
+	})
+	var r result
+	select {
+	case r = <-done:
+	case sig := <-sigs:
+		cancel()
+		r = <-done
+		locking.Wait()
+		if r.lease != nil { // granted just as the signal came: give it back
+			release(r.lease, stderr)
+		}
+		fmt.Fprintf(stderr, "redlock run: %v while waiting for lock %q\n", sig, cfg.name)
+		return nil, exitSignalBase + signalNumber(sig)
+	}
+	locking.Wait()
+	err := r.err
+	switch {
+	case err == nil:
+		return r.lease, exitOK
+	case errors.Is(err, redlock.ErrConfig):
+		fmt.Fprintf(stderr, "redlock run: %s (see redlock run -h)\n", oneLine(err))
+		return nil, exitUsage
+	case errors.Is(err, redlock.ErrNoQuorum):
+		fmt.Fprintf(stderr, "redlock run: no quorum for lock %q: %s\n", cfg.name, describeNodes(nodeErrors(err)))
+		return nil, exitError
+	case errors.Is(context.Cause(ctx), errWaitOver) && errors.Is(err, redlock.ErrNotAcquired):
+		fmt.Fprintf(stderr, "redlock run: lock %q not acquired within %v: another owner holds it (see redlock inspect %s)\n",
+			cfg.name, cfg.wait, cfg.name)
+		return nil, exitNotAcquired
+	}
+	fmt.Fprintf(stderr, "redlock run: lock %q: %s\n", cfg.name, oneLine(err))
+	return nil, exitError
+}
+
+// supervise runs CMD while the lease is held and returns redlock's exit
+// status: CMD's, or exitLost when the lease ended before CMD did.
+func supervise(cfg runConfig, lease *redlock.Lease, sigs <-chan os.Signal, stderr io.Writer) int {
+	cmd := exec.Command(cfg.resolved, cfg.argv[1:]...)
+	cmd.Args[0] = cfg.argv[0] // as the user typed it, as a shell would pass it
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Env = childEnv(cfg, lease)
+	if err := cmd.Start(); err != nil {
+		release(lease, stderr)
+		fmt.Fprintf(stderr, "redlock run: %s: %s\n", cfg.argv[0], oneLine(err))
+		return exitCannotInvoke
+	}
+	// Stdin, stdout and stderr are files, so Wait starts no copying
+	// goroutines and returns as soon as CMD exits.
+	exited := make(chan error, 1)
+	var waiting sync.WaitGroup
+	waiting.Go(func() { exited <- cmd.Wait() })
+	defer waiting.Wait()
+
+	leaseDone := lease.Done()
+	var graceC <-chan time.Time
+	lost := false
+	for {
+		select {
+		case <-exited:
+			if !lost && lease.Err() != nil {
+				// Lost as CMD exited: it may have acted unprotected.
+				lost = true
+				fmt.Fprintf(stderr, "redlock run: lock %q lost as %s exited: %s\n", cfg.name, cfg.argv[0], oneLine(lease.Err()))
+			}
+			release(lease, stderr)
+			if lost {
+				return exitLost
+			}
+			return exitStatus(cmd.ProcessState)
+		case sig := <-sigs:
+			_ = cmd.Process.Signal(sig)
+		case <-leaseDone:
+			leaseDone, lost = nil, true
+			fmt.Fprintf(stderr, "redlock run: lock %q lost while %s ran (%s): sent it SIGTERM, SIGKILL in %v\n",
+				cfg.name, cfg.argv[0], oneLine(context.Cause(lease.Context())), cfg.grace)
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			timer := time.NewTimer(cfg.grace)
+			defer timer.Stop()
+			graceC = timer.C
+		case <-graceC:
+			graceC = nil
+			_ = cmd.Process.Kill()
+		}
+	}
+}
+
+// release gives the lock back. After a loss the holds left on reachable
+// nodes still go, so the next holder need not wait for their TTL.
+func release(lease *redlock.Lease, stderr io.Writer) {
+	held := lease.Err() == nil
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := lease.Unlock(ctx); err != nil && held {
+		fmt.Fprintf(stderr, "redlock run: release: %s; the lock expires at its TTL\n", oneLine(err))
+	}
+}
+
+// childEnv is redlock's environment plus what CMD needs to use the lock.
+// A REDLOCK_TOKEN inherited from an outer redlock run is dropped: it is
+// another lock's token.
+func childEnv(cfg runConfig, lease *redlock.Lease) []string {
+	env := make([]string, 0, len(os.Environ())+3)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "REDLOCK_TOKEN=") {
+			env = append(env, kv)
+		}
+	}
+	// exec.Cmd keeps the last value of a duplicate key: these win.
+	env = append(env, "REDLOCK_NAME="+cfg.name, "REDLOCK_OWNER="+lease.Owner())
+	if cfg.fencing {
+		env = append(env, "REDLOCK_TOKEN="+strconv.FormatUint(lease.Token(), 10))
+	}
+	return env
+}
+
+// exitStatus is CMD's status as a shell reports it: 128+N for signal N.
+func exitStatus(state *os.ProcessState) int {
+	if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitSignalBase + int(ws.Signal())
+	}
+	return state.ExitCode()
+}
+
+func signalNumber(sig os.Signal) int {
+	if s, ok := sig.(syscall.Signal); ok {
+		return int(s)
+	}
+	return 0
+}
