@@ -35,9 +35,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
 		return nil, fmt.Errorf("%w: nil context", ErrConfig)
 	}
 	c := m.client
-	if c.isClosed() {
+	if !c.begin() {
 		return nil, ErrClosed
 	}
+	defer c.end()
 	owner, explicit := reentrant.Owner(ctx)
 	if explicit && owner == "" {
 		return nil, fmt.Errorf("%w: empty owner in context", ErrConfig)
@@ -180,7 +181,14 @@ func (k *call) finish(ctx context.Context, lease *Lease) {
 			queued = append(queued, i)
 		}
 	}
-	m.leaveQueue(context.WithoutCancel(ctx), queued, k.owner)
+	if lease == nil {
+		// The waiter gives up: off the queue before Lock returns.
+		m.leaveQueue(context.WithoutCancel(ctx), queued, k.owner)
+		return
+	}
+	// Holding the lock already: leaving the other nodes' queues must not
+	// delay Lock (a dead node would cost the node timeout).
+	m.client.background.Go(func() { m.leaveQueue(context.WithoutCancel(ctx), queued, k.owner) })
 }
 
 // leaveQueue takes owner off the fair queue of the given nodes.

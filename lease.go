@@ -124,6 +124,10 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	if l.parts != nil {
 		return l.multiRelease(ctx)
 	}
+	if !l.mutex.client.begin() {
+		return ErrClosed // Close released it already
+	}
+	defer l.mutex.client.end()
 	return l.release(ctx, ErrReleased, false)
 }
 
@@ -182,18 +186,8 @@ func (l *Lease) releaseResult(tally quorum.Tally[node.Released], need int) error
 	if tally.Yes >= need {
 		return nil
 	}
-	m := l.mutex
-	var nodeErrs []error
-	for i, reply := range tally.Replies {
-		if reply.Vote == quorum.Failed || reply.Vote == quorum.Pending {
-			err := reply.Err
-			if err == nil {
-				err = context.DeadlineExceeded
-			}
-			nodeErrs = append(nodeErrs, m.client.nodeError(&m.settings, i, err))
-		}
-	}
-	if tally.No > len(tally.Replies)-need {
+	refused, nodeErrs := refusalsAndErrorsOf(l.mutex, tally.Replies)
+	if refused > len(tally.Replies)-need {
 		return errors.Join(append([]error{fmt.Errorf("%w: hold found on %d of %d nodes",
 			ErrNotHeld, tally.Yes, len(tally.Replies))}, nodeErrs...)...)
 	}
@@ -235,6 +229,10 @@ func (l *Lease) Extend(ctx context.Context) error {
 	if l.parts != nil {
 		return l.multiExtend(ctx)
 	}
+	if !l.mutex.client.begin() {
+		return ErrClosed
+	}
+	defer l.mutex.client.end()
 	l.ops.Lock()
 	defer l.ops.Unlock()
 	if !time.Now().Before(l.Until()) {
@@ -261,25 +259,22 @@ func (l *Lease) Extend(ctx context.Context) error {
 			return quorum.Reply[node.Renewed]{Vote: quorum.No, Value: renewed[0]}
 		})
 	tally := round.Wait(ctx)
-	if tally.Yes >= need && l.renewed(start) {
+	renewed := tally.Yes >= need && l.renewed(start)
+	// Hold ops until every node answered: a renewal still on its way could
+	// otherwise land after an Unlock's release and re-create the lock.
+	waitAll, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.settings.nodeTimeout)
+	defer cancel()
+	round.WaitAll(waitAll)
+	if renewed {
 		return nil
 	}
 	if err := l.Err(); err != nil {
 		return err
 	}
-	var nodeErrs []error
-	for i, reply := range tally.Replies {
-		if reply.Vote == quorum.Failed || reply.Vote == quorum.Pending {
-			err := reply.Err
-			if err == nil {
-				err = context.DeadlineExceeded
-			}
-			nodeErrs = append(nodeErrs, c.nodeError(&m.settings, i, err))
-		}
-	}
-	if tally.No > len(tally.Replies)-need {
+	refused, nodeErrs := refusalsAndErrorsOf(m, tally.Replies)
+	if refused > len(tally.Replies)-need {
 		return errors.Join(append([]error{fmt.Errorf("%w: another owner holds it on %d of %d nodes",
-			ErrNotHeld, tally.No, len(tally.Replies))}, nodeErrs...)...)
+			ErrNotHeld, refused, len(tally.Replies))}, nodeErrs...)...)
 	}
 	if ctx.Err() != nil {
 		return errors.Join(append([]error{context.Cause(ctx)}, nodeErrs...)...)

@@ -46,11 +46,14 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 // gaveUp is the error of a Lock whose ctx ended: it matches ErrNotAcquired,
 // the ctx's error, and the last attempt's error when there was one.
 func gaveUp(ctx context.Context, last error) error {
-	cause := context.Cause(ctx)
-	if last == nil {
-		return fmt.Errorf("%w: %w", ErrNotAcquired, cause)
+	reason := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, reason) {
+		reason = fmt.Errorf("%w (%w)", reason, cause)
 	}
-	return fmt.Errorf("%w: %w (last attempt: %w)", ErrNotAcquired, cause, last)
+	if last == nil {
+		return fmt.Errorf("%w: %w", ErrNotAcquired, reason)
+	}
+	return fmt.Errorf("%w: %w (last attempt: %w)", ErrNotAcquired, reason, last)
 }
 
 // outcome describes a failed attempt.
@@ -118,14 +121,18 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, o
 	until := validUntil(start, s.ttl, s.driftFactor)
 	if tally.Yes >= need && time.Now().Before(until) && ctx.Err() == nil {
 		lease := newLease(ctx, m, owner, hold, start, until, tally)
-		round.Detach(lease.lateAcquire)
+		// Every answer in by now is in this tally, and every later one
+		// goes to lateAcquire: none is missed.
+		k.granted = round.Detach(lease.lateAcquire)
 		if s.fencing {
-			if err := lease.publishToken(ctx, tally); err != nil {
+			if err := lease.publishToken(ctx, k.granted); err != nil {
+				// The call keeps its gate entry (finish leaves it), so
+				// the release must not leave it too.
+				lease.gateOnce.Do(func() {})
 				_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
 				return nil, outcome{votes: tally.Yes, err: err}
 			}
 		}
-		k.granted = tally
 		return lease, outcome{votes: tally.Yes}
 	}
 
@@ -201,6 +208,23 @@ func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acq
 		result.err = fmt.Errorf("%w: votes split, %d of %d needed", ErrNotAcquired, tally.Yes, need)
 	}
 	return result
+}
+
+// refusalsAndErrors counts the nodes that answered no, and wraps the
+// failures of those that failed. A node still pending when the round was
+// decided is neither: it is not reported.
+func refusalsAndErrorsOf[T any](m *Mutex, replies []quorum.Reply[T]) (int, []error) {
+	refused := 0
+	var nodeErrs []error
+	for i, reply := range replies {
+		switch reply.Vote {
+		case quorum.No:
+			refused++
+		case quorum.Failed:
+			nodeErrs = append(nodeErrs, m.client.nodeError(&m.settings, i, reply.Err))
+		}
+	}
+	return refused, nodeErrs
 }
 
 // releaseNodes drops hold on the given nodes and waits for their answers

@@ -31,7 +31,8 @@ type Client struct {
 	// round, deferred releases); Close waits for all of them.
 	background sync.WaitGroup
 
-	done chan struct{} // closed by Close: waiters give up
+	done  chan struct{}  // closed by Close: waiters give up
+	calls sync.WaitGroup // Lock, TryLock, Unlock and Extend calls in progress
 
 	mu     sync.Mutex
 	closed bool
@@ -96,6 +97,10 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 			}
 		}
 		options.ContextTimeoutEnabled = true
+		// One dial per call: the lock retries on its own schedule, and a
+		// dead node must fail its call at once, not after go-redis's
+		// dial backoff has eaten the node timeout.
+		options.DialerRetries = 1
 		if timeout > 0 {
 			options.DialTimeout = timeout
 			options.ReadTimeout = timeout
@@ -124,6 +129,11 @@ func (c *Client) Close() error {
 	}
 	c.closed = true
 	close(c.done)
+	c.mu.Unlock()
+	// Calls in progress end soon (waiters see done; a round is bounded by
+	// the node timeout); only then is the set of leases final.
+	c.calls.Wait()
+	c.mu.Lock()
 	leases := make([]*Lease, 0, len(c.leases))
 	for lease := range c.leases {
 		leases = append(leases, lease)
@@ -190,11 +200,19 @@ func (c *Client) untrack(lease *Lease) {
 	delete(c.leases, lease)
 }
 
-func (c *Client) isClosed() bool {
+// begin counts an API call in progress, or reports false once closed.
+// Each true is matched by end.
+func (c *Client) begin() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.closed
+	if c.closed {
+		return false
+	}
+	c.calls.Add(1)
+	return true
 }
+
+func (c *Client) end() { c.calls.Done() }
 
 // nodeError wraps a node's failure and tells the observer.
 func (c *Client) nodeError(s *settings, index int, err error) *NodeError {

@@ -2,6 +2,8 @@ package node
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,6 +22,7 @@ type batcher struct {
 	client Client
 
 	mu      sync.Mutex
+	loaded  map[*luaScript]bool // known to be in the node's script cache
 	queue   []*pending
 	running bool // a caller or the flusher is sending
 	flusher sync.WaitGroup
@@ -27,7 +30,7 @@ type batcher struct {
 
 type pending struct {
 	ctx    context.Context
-	script *redis.Script
+	script *luaScript
 	keys   []string
 	args   []any
 	cmd    *redis.Cmd
@@ -35,7 +38,7 @@ type pending struct {
 }
 
 // run sends the script call and waits for its reply or ctx.
-func (b *batcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+func (b *batcher) run(ctx context.Context, script *luaScript, keys []string, args ...any) *redis.Cmd {
 	p := &pending{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
@@ -88,8 +91,11 @@ func (b *batcher) sendQueued() {
 		return
 	}
 	if len(batch) == 1 {
+		// Alone on the wire (one sender per node at a time), so EVALSHA's
+		// fallback to EVAL cannot be overtaken by another call.
 		p := batch[0]
 		p.cmd = p.script.Run(p.ctx, b.client, p.keys, p.args...)
+		b.markLoaded(p.script, p.cmd.Err())
 		close(p.done)
 		return
 	}
@@ -97,12 +103,26 @@ func (b *batcher) sendQueued() {
 }
 
 // sendPipeline sends calls as one pipeline of EVALSHA, bounded by the
-// latest of their deadlines; a call the node answers NOSCRIPT (cache
-// flushed, node restarted) is sent again alone with EVAL's fallback.
+// latest of their deadlines. The node runs them in order, and order
+// matters (a renewal queued before a release must not run after it), so a
+// script not known to be cached is loaded at the head of the pipeline,
+// and a NOSCRIPT (the cache flushed meanwhile) is returned as the call's
+// error rather than retried out of order: the call did not run.
 func (b *batcher) sendPipeline(batch []*pending) {
 	ctx, cancel := batchContext(batch)
 	defer cancel()
 	pipe := b.client.Pipeline()
+	b.mu.Lock()
+	var loading []*luaScript
+	for _, p := range batch {
+		if !b.loaded[p.script] && !slices.Contains(loading, p.script) {
+			loading = append(loading, p.script)
+		}
+	}
+	b.mu.Unlock()
+	for _, script := range loading {
+		pipe.ScriptLoad(ctx, script.source)
+	}
 	cmds := make([]*redis.Cmd, len(batch))
 	for i, p := range batch {
 		cmds[i] = pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
@@ -110,11 +130,26 @@ func (b *batcher) sendPipeline(batch []*pending) {
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	for i, p := range batch {
 		p.cmd = cmds[i]
-		if redis.HasErrorPrefix(p.cmd.Err(), "NOSCRIPT") {
-			p.cmd = p.script.Run(p.ctx, b.client, p.keys, p.args...)
-		}
+		b.markLoaded(p.script, p.cmd.Err())
 		close(p.done)
 	}
+}
+
+// markLoaded records what a call's outcome says of the script cache.
+func (b *batcher) markLoaded(script *luaScript, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case err == nil || (!redis.HasErrorPrefix(err, "NOSCRIPT") && isRedisError(err)):
+		b.loaded[script] = true // it ran (a script error is still a run)
+	case redis.HasErrorPrefix(err, "NOSCRIPT"):
+		b.loaded[script] = false
+	}
+}
+
+func isRedisError(err error) bool {
+	var redisErr redis.Error
+	return errors.As(err, &redisErr)
 }
 
 // batchContext is bounded by the latest deadline among the calls (none if

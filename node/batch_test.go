@@ -87,3 +87,51 @@ func TestBatcher_callerStopsWaitingAtItsDeadline(t *testing.T) {
 		t.Fatalf("call to a paused node: %v after %v; want an error at about the deadline", err, time.Since(start))
 	}
 }
+
+// Calls queued to one node run in the order they were made, even when the
+// node's script cache was flushed under them: a renewal queued before a
+// release must not run after it and re-create the lock.
+func TestBatcher_keepsOrderAcrossAFlushedCache(t *testing.T) {
+	cluster := redistest.Start(t, 1)
+	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
+	defer func() {
+		_ = cluster.Nodes[0].Resume()
+		n.Wait()
+	}()
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	renewal := []node.Renewal{{Key: "k", Owner: "o", Hold: "h", TTL: 30 * time.Second}}
+	if _, err := n.Acquire(ctx, "k", "f", "o", "h", 30*time.Second, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Renew(ctx, renewal); err != nil { // the batcher now believes both scripts cached
+		t.Fatal(err)
+	}
+	if err := admin.ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Nodes[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _, _ = n.Acquire(ctx, "other", "f", "o2", "h2", time.Second, false) }) // in flight
+	time.Sleep(50 * time.Millisecond)
+	wg.Go(func() { _, _ = n.Renew(ctx, renewal) })
+	time.Sleep(50 * time.Millisecond)
+	var released node.Released
+	var releaseErr error
+	wg.Go(func() { released, releaseErr = n.Release(ctx, "k", "c", "o", "h") })
+	time.Sleep(50 * time.Millisecond)
+	if err := cluster.Nodes[0].Resume(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+	exists, err := admin.Exists(ctx, "k").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if releaseErr == nil && released == node.LockDeleted && exists == 1 {
+		t.Fatal("the release deleted the lock, then the renewal queued before it re-created it")
+	}
+	t.Logf("release: %v, %v; key exists: %v", released, releaseErr, exists == 1)
+}

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 var (
@@ -20,10 +18,10 @@ var (
 	//go:embed scripts/fence.lua
 	fenceSource string
 
-	acquireFairScript = redis.NewScript(acquireFairSource)
-	releaseFairScript = redis.NewScript(releaseFairSource)
-	leaveScript       = redis.NewScript(leaveSource)
-	fenceScript       = redis.NewScript(fenceSource)
+	acquireFairScript = newScript(acquireFairSource)
+	releaseFairScript = newScript(releaseFairSource)
+	leaveScript       = newScript(leaveSource)
+	fenceScript       = newScript(fenceSource)
 )
 
 // FairKeys are the keys of a fair lock.

@@ -23,10 +23,21 @@ var (
 	//go:embed scripts/renew.lua
 	renewSource string
 
-	acquireScript = redis.NewScript(acquireSource)
-	releaseScript = redis.NewScript(releaseSource)
-	renewScript   = redis.NewScript(renewSource)
+	acquireScript = newScript(acquireSource)
+	releaseScript = newScript(releaseSource)
+	renewScript   = newScript(renewSource)
 )
+
+// luaScript is a script and its source (to SCRIPT LOAD it ahead of a
+// pipeline).
+type luaScript struct {
+	*redis.Script
+	source string
+}
+
+func newScript(source string) *luaScript {
+	return &luaScript{Script: redis.NewScript(source), source: source}
+}
 
 // ErrBadReply reports a reply that does not have the shape the script
 // promises: the node is not running our script, or something rewrote it.
@@ -49,7 +60,7 @@ type Node struct {
 
 // New wraps client as the node at position index.
 func New(index int, addr string, client Client) *Node {
-	return &Node{index: index, addr: addr, client: client, calls: &batcher{client: client}}
+	return &Node{index: index, addr: addr, client: client, calls: &batcher{client: client, loaded: make(map[*luaScript]bool)}}
 }
 
 // Wait returns once no goroutine of the node is running (call it after the
@@ -57,7 +68,7 @@ func New(index int, addr string, client Client) *Node {
 func (n *Node) Wait() { n.calls.wait() }
 
 // run runs script on the node, sharing a round trip with concurrent calls.
-func (n *Node) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+func (n *Node) run(ctx context.Context, script *luaScript, keys []string, args ...any) *redis.Cmd {
 	return n.calls.run(ctx, script, keys, args...)
 }
 

@@ -99,18 +99,29 @@ func (ch *channel) effectiveThreshold() int {
 	return max(ch.threshold-down, 1)
 }
 
-// wakeOne signals the next watcher in round-robin order that accepts
-// payload and has no wake-up pending; if there is none, the notice is
-// dropped (those with one pending will try anyway). An empty payload (a
-// wake-up passed on) goes to any watcher.
-func (ch *channel) wakeOne(payload string) {
+// wake delivers a release notice: every watcher without a filter is
+// woken (within one Client those all wait for the same owner, the one at
+// the head of its local queue, so this is no herd), and so is one
+// watcher whose filter accepts payload, in round-robin order.
+func (ch *channel) wake(payload string) {
+	named := false
 	for range ch.watchers {
 		ch.next = (ch.next + 1) % len(ch.watchers)
 		w := ch.watchers[ch.next]
-		if payload != "" && w.accept != nil && !w.accept(payload) {
-			continue
+		switch {
+		case w.accept == nil:
+			w.signal()
+		case !named && w.accept(payload):
+			named = w.signal()
 		}
-		if w.signal() {
+	}
+}
+
+// passOn gives an unused wake-up to another watcher, any one.
+func (ch *channel) passOn() {
+	for range ch.watchers {
+		ch.next = (ch.next + 1) % len(ch.watchers)
+		if ch.watchers[ch.next].signal() {
 			return
 		}
 	}

@@ -52,21 +52,39 @@ func TestChannel_effectiveThreshold_discountsNodesDown(t *testing.T) {
 	}
 }
 
-func TestChannel_wakeOne_roundRobinSkippingPending(t *testing.T) {
+func TestChannel_wake_allUnfilteredAndOneNamed(t *testing.T) {
 	ch := newChannel(1)
-	watchers := []*Watcher{{wake: make(chan struct{}, 1)}, {wake: make(chan struct{}, 1)}, {wake: make(chan struct{}, 1)}}
-	ch.watchers = watchers
-	for range 3 {
-		ch.wakeOne("")
+	plain := []*Watcher{{wake: make(chan struct{}, 1)}, {wake: make(chan struct{}, 1)}}
+	isA := func(p string) bool { return p == "r1 a" }
+	named := []*Watcher{
+		{wake: make(chan struct{}, 1), accept: isA},
+		{wake: make(chan struct{}, 1), accept: isA},
+		{wake: make(chan struct{}, 1), accept: func(string) bool { return false }},
 	}
-	for i, w := range watchers {
+	ch.watchers = append(append([]*Watcher{}, plain...), named...)
+	ch.wake("r1 a")
+	for i, w := range plain {
 		if !w.pending() {
-			t.Fatalf("watcher %d not woken after three wake-ups for three watchers", i)
+			t.Fatalf("unfiltered watcher %d not woken", i)
 		}
 	}
-	watchers[1].signal()
-	ch.wakeOne("")
-	if !watchers[0].pending() && !watchers[2].pending() {
-		t.Fatal("wake-up went to the watcher that already had one")
+	woken := 0
+	for _, w := range named {
+		if w.pending() {
+			woken++
+		}
+	}
+	if woken != 1 {
+		t.Fatalf("%d filtered watchers woken, want exactly the one named", woken)
+	}
+	ch.passOn()
+	pending := 0
+	for _, w := range ch.watchers {
+		if w.pending() {
+			pending++
+		}
+	}
+	if pending != 1 {
+		t.Fatalf("passOn woke %d watchers, want 1", pending)
 	}
 }

@@ -107,7 +107,7 @@ func (h *Hub) deliver(name, payload string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if ch := h.channels[name]; ch != nil && ch.seen(payload) {
-		ch.wakeOne(payload)
+		ch.wake(payload)
 	}
 }
 
@@ -182,7 +182,7 @@ func (h *Hub) leave(w *Watcher, acquired bool) {
 	// A wake-up this watcher did not use is passed on, unless it took the
 	// lock (then the release it signalled is the one it consumed).
 	if !acquired && w.pending() {
-		ch.wakeOne("")
+		ch.passOn()
 	}
 }
 

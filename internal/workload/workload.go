@@ -53,7 +53,7 @@ type Stats struct {
 // record is the shared resource of one lock name. It checks fencing
 // tokens like a storage system should, and counts lost updates.
 type record struct {
-	mu       sync.Mutex
+	mu      sync.Mutex
 	value   int64
 	highest uint64
 }
