@@ -160,9 +160,16 @@ func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 	m, c := l.mutex, l.mutex.client
 	need := m.settings.quorumOf(len(c.nodes))
 	started := time.Now()
+	var headMu sync.Mutex
+	head := "" // fair: the new head some node named
 	round := quorum.Start(context.WithoutCancel(ctx), m.settings.roundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Released] {
-			released, err := m.releaseOn(ctx, i, l.owner, l.hold)
+			released, named, err := m.releaseNamingHead(ctx, i, l.owner, l.hold)
+			if named != "" {
+				headMu.Lock()
+				head = named
+				headMu.Unlock()
+			}
 			switch {
 			case err != nil:
 				return quorum.Reply[node.Released]{Vote: quorum.Failed, Err: err}
@@ -176,6 +183,14 @@ func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 		tally = round.WaitAll(ctx)
 	}
 	err := l.releaseResult(tally, need)
+	headMu.Lock()
+	next := head
+	headMu.Unlock()
+	if err == nil && next != "" {
+		// The next in line may be a waiter of this Client: wake it now
+		// rather than after the nodes' notices come back.
+		c.hub.Wake(m.keys.channel, l.hold+" "+next)
+	}
 	if hook := m.settings.observer.Released; hook != nil {
 		hook(ReleasedEvent{Name: m.name, Held: started.Sub(l.acquired), Err: err})
 	}

@@ -260,10 +260,18 @@ func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string) {
 }
 
 func (m *Mutex) releaseOn(ctx context.Context, i int, owner, hold string) (node.Released, error) {
+	released, _, err := m.releaseNamingHead(ctx, i, owner, hold)
+	return released, err
+}
+
+// releaseNamingHead is releaseOn that also returns, for a fair lock it
+// deleted, the fingerprint of the queue's new head.
+func (m *Mutex) releaseNamingHead(ctx context.Context, i int, owner, hold string) (node.Released, string, error) {
 	if m.settings.fair {
 		return m.client.nodes[i].ReleaseFair(ctx, m.keys.fair(), m.keys.channel, owner, hold)
 	}
-	return m.client.nodes[i].Release(ctx, m.keys.lock, m.keys.channel, owner, hold)
+	released, err := m.client.nodes[i].Release(ctx, m.keys.lock, m.keys.channel, owner, hold)
+	return released, "", err
 }
 
 func (m *Mutex) observeAcquired(lease *Lease, wait time.Duration, votes int) {

@@ -47,14 +47,27 @@ func (n *Node) AcquireFair(ctx context.Context, keys FairKeys, channel, owner, h
 	return decodeAcquired(reply)
 }
 
-// ReleaseFair is Release for a fair lock: the notice names the new head.
-func (n *Node) ReleaseFair(ctx context.Context, keys FairKeys, channel, owner, hold string) (Released, error) {
+// ReleaseFair is Release for a fair lock: the notice names the new head,
+// whose fingerprint is returned too when the lock was deleted.
+func (n *Node) ReleaseFair(ctx context.Context, keys FairKeys, channel, owner, hold string) (Released, string, error) {
 	reply, err := n.run(ctx, releaseFairScript, []string{keys.Lock, keys.Queue, keys.Alive},
 		owner, hold, channel).Result()
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
-	return decodeReleased(reply)
+	if deleted, ok := reply.([]any); ok {
+		code, codeOK := deleted[0].(int64)
+		head, headOK := "", false
+		if len(deleted) == 2 {
+			head, headOK = deleted[1].(string)
+		}
+		if !codeOK || !headOK || Released(code) != LockDeleted {
+			return 0, "", fmt.Errorf("%w to release: %v", ErrBadReply, reply)
+		}
+		return LockDeleted, head, nil
+	}
+	released, err := decodeReleased(reply)
+	return released, "", err
 }
 
 // Leave takes owner out of the queue; when the lock is free the new head is

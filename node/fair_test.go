@@ -35,8 +35,9 @@ func TestAcquireFair_headByTicketWhateverTheArrivalOrder(t *testing.T) {
 		}
 	}
 	for i, n := range nodes {
-		if _, err := n.ReleaseFair(ctx, keys, "c", "holder", "h0"); err != nil {
-			t.Fatal(err)
+		released, head, err := n.ReleaseFair(ctx, keys, "c", "holder", "h0")
+		if err != nil || released != node.LockDeleted || head == "" {
+			t.Fatalf("node %d: release = %v, head %q, %v; want deleted naming the head", i, released, head, err)
 		}
 		// Out of turn: refused, naming the head.
 		got, err := n.AcquireFair(ctx, keys, "c", "w3", "w3-hold", ttl, false, tickets["w3"], queueTimeout)
@@ -66,7 +67,7 @@ func TestAcquireFair_evictsWaitersWithoutHeartbeat(t *testing.T) {
 	if _, err := n.AcquireFair(ctx, keys, "c", "ghost", "g", time.Minute, false, 2, 50*time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.ReleaseFair(ctx, keys, "c", "holder", "h"); err != nil {
+	if _, _, err := n.ReleaseFair(ctx, keys, "c", "holder", "h"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := n.AcquireFair(ctx, keys, "c", "late", "l1", time.Minute, false, 3, time.Minute); got.Granted {

@@ -66,7 +66,8 @@ func (h *Hub) Watch(ctx context.Context, name string, threshold int, accept func
 		return w // never woken: the caller falls back to its own timers
 	}
 	ch := h.channels[name]
-	if ch == nil {
+	fresh := ch == nil
+	if fresh {
 		ch = newChannel(len(h.nodes))
 		h.channels[name] = ch
 	}
@@ -85,8 +86,12 @@ func (h *Hub) Watch(ctx context.Context, name string, threshold int, accept func
 	}
 	h.mu.Unlock()
 
-	for _, node := range h.nodes {
-		node.kick()
+	if fresh {
+		// Only a new channel changes what the nodes must subscribe; the
+		// writers also re-check every second (retries, lingering channels).
+		for _, node := range h.nodes {
+			node.kick()
+		}
 	}
 	timer := time.NewTimer(h.timeout)
 	defer timer.Stop()
@@ -100,6 +105,18 @@ func (h *Hub) Watch(ctx context.Context, name string, threshold int, accept func
 		}
 	}
 	return w
+}
+
+// Wake delivers payload on name at once, as if the nodes' notices had
+// reached the threshold: the caller knows of a release first hand. The
+// nodes' own notices may still wake a watcher again; a spare wake-up costs
+// one attempt.
+func (h *Hub) Wake(name, payload string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if ch := h.channels[name]; ch != nil {
+		ch.wake(payload)
+	}
 }
 
 // deliver is called by a node's subscriber for each message.

@@ -10,7 +10,10 @@
 -- ARGV[3]  release channel; payload "<hold id> <head fingerprint>", the
 --          fingerprint empty when no one waits
 --
--- Reply: as release.lua.
+-- Reply: as release.lua, except that deleting the lock replies
+--        {2, head fingerprint} (empty when no one waits), so that the
+--        releasing client can wake a head of its own without waiting for
+--        the notice.
 local fields = redis.call('HMGET', KEYS[1], 'owner', ARGV[2])
 local holder, held = fields[1], fields[2]
 if holder == false then
@@ -40,4 +43,4 @@ if head ~= nil then
   who = string.sub(redis.sha1hex(head), 1, 16)
 end
 redis.call('PUBLISH', ARGV[3], ARGV[2] .. ' ' .. who)
-return 2
+return {2, who}
