@@ -39,4 +39,15 @@
 // Context down to code that may lock again, or name an owner explicitly
 // with WithOwner to re-enter across goroutines and processes. Go has no
 // thread id and this package never guesses one.
+//
+// # Renewal, waiting, modes
+//
+// With the watchdog (WithWatchdog, on by default) each Client renews its
+// leases every TTL/3 in batches, and cancels a lease's Context when no
+// quorum renewal lands in time. Lock waits for release notices over one
+// Pub/Sub connection per node, not by polling; goroutines of one Client
+// queue locally for a lock, in arrival order. WithFair orders waiters of
+// all Clients by arrival; WithFencing gives every grant a token strictly
+// increasing per name; Multi takes several mutexes, of one or several
+// Clients, all or nothing.
 package redlock
