@@ -1,0 +1,99 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// Extend renews the lease to a full TTL on a quorum of nodes, for leases
+// without the watchdog. A node that lost the key (restarted empty) gets it
+// back when it is free there. Until moves forward only when a quorum
+// confirmed within the validity window. It returns ErrLost when the lease
+// already expired, ErrNotHeld when another owner holds the lock on too many
+// nodes, ErrNoQuorum when too few nodes answered.
+func (l *Lease) Extend(ctx context.Context) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	if l.parts != nil {
+		return l.multiExtend(ctx)
+	}
+	if !l.mutex.client.begin() {
+		return ErrClosed
+	}
+	defer l.mutex.client.end()
+	l.ops.Lock()
+	defer l.ops.Unlock()
+	if !time.Now().Before(l.Until()) {
+		l.expire()
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	m, c := l.mutex, l.mutex.client
+	need := m.settings.quorumOf(len(c.nodes))
+	start := time.Now()
+	batch := []node.Renewal{{Key: m.keys.lock, Owner: l.owner, Hold: l.hold, TTL: m.settings.ttl}}
+	round := quorum.Start(ctx, m.settings.roundTimeout(), len(c.nodes), need, &c.background,
+		func(ctx context.Context, i int) quorum.Reply[node.Renewed] {
+			renewed, err := c.nodes[i].Renew(ctx, batch)
+			switch {
+			case err != nil:
+				return quorum.Reply[node.Renewed]{Vote: quorum.Failed, Err: err}
+			case renewed[0] == node.Refreshed:
+				return quorum.Reply[node.Renewed]{Vote: quorum.Yes, Value: renewed[0]}
+			case renewed[0] == node.NotALock:
+				return quorum.Reply[node.Renewed]{Vote: quorum.Failed, Err: fmt.Errorf("%w: key is not a lock", node.ErrBadReply)}
+			}
+			return quorum.Reply[node.Renewed]{Vote: quorum.No, Value: renewed[0]}
+		})
+	tally := round.Wait(ctx)
+	renewed := tally.Yes >= need && l.renewed(start)
+	// Hold ops until every node answered: a renewal still on its way could
+	// otherwise land after an Unlock's release and re-create the lock.
+	waitAll, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.settings.nodeTimeout)
+	defer cancel()
+	round.WaitAll(waitAll)
+	if renewed {
+		return nil
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	refused, nodeErrs := refusalsAndErrorsOf(m, tally.Replies)
+	if refused > len(tally.Replies)-need {
+		return errors.Join(append([]error{fmt.Errorf("%w: another owner holds it on %d of %d nodes",
+			ErrNotHeld, refused, len(tally.Replies))}, nodeErrs...)...)
+	}
+	if ctx.Err() != nil {
+		return errors.Join(append([]error{context.Cause(ctx)}, nodeErrs...)...)
+	}
+	return noQuorum(tally.Yes, need, nodeErrs)
+}
+
+// renewed moves the validity window after a quorum renewal of a round that
+// began at start. It reports false when the lease was lost or released
+// meanwhile, or the round outlasted its own window.
+func (l *Lease) renewed(start time.Time) bool {
+	s := &l.mutex.settings
+	until := validUntil(start, s.ttl, s.driftFactor)
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil || !now.Before(until) || !now.Before(l.until) {
+		return false
+	}
+	if until.After(l.until) {
+		l.until = until
+		l.expiry.Reset(until.Sub(now))
+	}
+	if hook := s.observer.Renewed; hook != nil {
+		hook(RenewedEvent{Name: l.mutex.name, Until: l.until})
+	}
+	return true
+}
