@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/integration/internal/harness"
+	"github.com/quorumlock/redlock/integration/internal/nodes"
+	"github.com/quorumlock/redlock/internal/checker"
+	"github.com/quorumlock/redlock/internal/workload"
+)
+
+// The negative controls break one of the README's assumptions on purpose
+// and must make the checker report violations: a checker that stays quiet
+// here would make the chaos run's "0 violations" worthless.
+const (
+	// controlTTL outlasts a restart of three containers, and the holder
+	// renews nothing (watchdog off), so its leases stay valid, by the
+	// library's own account, for the whole control.
+	controlTTL = 10 * time.Second
+	// contendFor bounds the second owner's attempt in each mode.
+	contendFor = 3 * time.Second
+	// clockRate is how much too fast the majority's clocks run: a key
+	// meant to live 10s is gone from them in 1s.
+	clockRate = 10
+	// clockLead is how long the holder holds before the contender tries,
+	// for the fast clocks to expire its keys on the majority.
+	clockLead = 1500 * time.Millisecond
+)
+
+// majority are the nodes the controls break: three of five.
+var majority = []int{0, 1, 2}
+
+// controlRestartEmpty is control (a): a majority restarted empty at once
+// while a holder has every mode's lock.
+func (r *runner) controlRestartEmpty(ctx context.Context) ([]checker.Violation, error) {
+	return r.control(ctx, func(ctx context.Context) error {
+		return r.cluster.RestartEmpty(ctx, majority...)
+	})
+}
+
+// controlFastClock is control (b): a majority of nodes whose clocks run ten
+// times too fast, far beyond the drift factor. The nodes are recreated
+// with the fast-clock shim, and the clock is checked to really run fast
+// first.
+func (r *runner) controlFastClock(ctx context.Context) ([]checker.Violation, error) {
+	errs := make([]error, len(majority))
+	var wg sync.WaitGroup
+	for j, i := range majority {
+		wg.Go(func() { errs[j] = r.cluster.Recreate(ctx, i, nodes.FastClock(clockRate)) })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if err := r.cluster.CheckFastClock(ctx, majority[0], r.cluster.N()-1); err != nil {
+		return nil, err
+	}
+	r.say("fast clock checked: a 1s key is gone from node %d after 300ms, still on node %d", majority[0]+1, r.cluster.N())
+	return r.control(ctx, func(ctx context.Context) error { return sleep(ctx, clockLead) })
+}
+
+// control has one Client hold every mode's lock, runs breach, then has a
+// second Client take every mode's lock, and returns what the checker
+// makes of the grants.
+func (r *runner) control(ctx context.Context, breach func(context.Context) error) ([]checker.Violation, error) {
+	opts := slices.Concat(harness.Options(), []redlock.Option{redlock.WithTTL(controlTTL), redlock.WithWatchdog(false)})
+	check := checker.New()
+	holder, err := harness.Dial(r.cluster.URLs(), 1, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer harness.CloseAll(holder)
+	type held struct {
+		lease    *redlock.Lease
+		acquired time.Time
+	}
+	holds := map[workload.Mode]held{}
+	defer func() { // on the error paths; emptied on success
+		for _, h := range holds {
+			_ = h.lease.Unlock(context.WithoutCancel(ctx))
+		}
+	}()
+	for _, mode := range workload.AllModes {
+		lockCtx, cancel := context.WithTimeout(ctx, contendFor)
+		lease, err := harness.Locker(holder[0], mode, opts...)(lockCtx)
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("holder: %s: %w", mode, err)
+		}
+		holds[mode] = held{lease: lease, acquired: time.Now()}
+	}
+	if err := breach(ctx); err != nil {
+		return nil, err
+	}
+	// The contender connects after the breach, as a new process would.
+	contender, err := harness.Dial(r.cluster.URLs(), 1, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer harness.CloseAll(contender)
+	for _, mode := range workload.AllModes {
+		lockCtx, cancel := context.WithTimeout(ctx, contendFor)
+		lease, err := harness.Locker(contender[0], mode, opts...)(lockCtx)
+		cancel()
+		if err != nil {
+			r.say("  %s: the second owner got no lock (%v)", mode, err)
+			continue
+		}
+		acquired := time.Now()
+		harness.Record(check, mode, lease, acquired, time.Now())
+		_ = lease.Unlock(ctx)
+	}
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	// The holder lets go only now: its grants span the contender's.
+	for mode, h := range holds {
+		harness.Record(check, mode, h.lease, h.acquired, time.Now())
+		_ = h.lease.Unlock(ctx)
+		delete(holds, mode)
+	}
+	return check.Violations(), nil
+}

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/integration/internal/harness"
+	"github.com/quorumlock/redlock/internal/checker"
+	"github.com/quorumlock/redlock/internal/workload"
+)
+
+// hold is the workers' critical section: long enough that two holders at
+// once would overlap in the checker, short enough for many sections.
+const hold = 2 * time.Millisecond
+
+// progressEvery is how often the chaos phase prints its counts.
+const progressEvery = 5 * time.Second
+
+// chaos runs the workload with several Clients on every mode for the run's
+// duration while the seeded fault schedule runs, and fills the summary.
+func (r *runner) chaos(ctx context.Context, sum *summary) error {
+	events := plan(r.cfg.seed, r.cfg.duration, r.cluster.N(), harness.TTL)
+	r.say("%d faults planned over %v (kill, restart, pause, disconnect; at most %d of %d nodes at once; killed and stopped nodes down > TTL %v)",
+		len(events)/2, r.cfg.duration, (r.cluster.N()-1)/2, r.cluster.N(), harness.TTL)
+	clients, err := harness.Dial(r.cluster.URLs(), r.cfg.clients, harness.Options()...)
+	if err != nil {
+		return err
+	}
+	check := checker.New()
+	var stats workload.Stats
+	workCtx, stopWork := context.WithCancel(ctx)
+	defer stopWork()
+	r.say("%d Clients, %d workers per mode on %v, TTL %v, node timeout %v",
+		r.cfg.clients, r.cfg.workers, workload.AllModes, harness.TTL, harness.NodeTimeout)
+	start := time.Now()
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		workload.Run(workCtx, workload.Config{Clients: clients, Workers: r.cfg.workers, Hold: hold,
+			Check: check, Options: harness.Options()}, &stats)
+	})
+	wg.Go(func() { r.progress(workCtx, start, &stats) })
+	// The whole schedule runs even when Docker lags behind it (each heal
+	// waits for its node), so that a seed always replays every fault; the
+	// workload runs until both the schedule and the duration are done.
+	faults, faultErr := execute(ctx, r.cluster, events, start, r.say)
+	if faultErr == nil {
+		sleepUntil(ctx, start.Add(r.cfg.duration))
+	}
+	stopWork()
+	wg.Wait()
+	closeErr := harness.CloseAll(clients)
+
+	sum.sections = stats.Sections.Load()
+	sum.lostUpdates = stats.LostUpdates.Load()
+	sum.faults = faults
+	violations := check.Violations()
+	sum.violations = len(violations)
+	r.say("workload done: %d sections, %d grants checked, %d lost updates, %d lost leases (no write made), %d stale writes fenced off, %d lock errors",
+		sum.sections, check.Len(), sum.lostUpdates, stats.LostLeases.Load(), stats.Fenced.Load(), stats.LockErrors.Load())
+	for _, v := range violations[:min(len(violations), 10)] {
+		r.say("VIOLATION %s", v)
+	}
+	return errors.Join(faultErr, closeErr)
+}
+
+// progress prints the workload's counts every progressEvery until ctx ends.
+func (r *runner) progress(ctx context.Context, start time.Time, stats *workload.Stats) {
+	ticker := time.NewTicker(progressEvery)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+			r.say("+%5.1fs  %d sections, %d lost updates, %d lost leases, %d lock errors, %d of %d nodes faulty",
+				time.Since(start).Seconds(), stats.Sections.Load(), stats.LostUpdates.Load(),
+				stats.LostLeases.Load(), stats.LockErrors.Load(), faultyNow(r.cluster), r.cluster.N())
+		}
+	}
+}
+
+// recover heals every node, waits past the TTL (every lease of the chaos
+// phase is gone by then), and checks that every mode grants within 2×TTL.
+func (r *runner) recover(ctx context.Context) error {
+	if err := r.cluster.HealAll(ctx); err != nil {
+		return err
+	}
+	wait := harness.TTL + 250*time.Millisecond
+	r.say("all nodes healed; waiting %v, past the TTL", wait)
+	if err := sleep(ctx, wait); err != nil {
+		return err
+	}
+	took, err := harness.Recover(ctx, r.cluster.URLs(), 2*harness.TTL)
+	if err != nil {
+		return err
+	}
+	r.say("recovery: every mode granted within %v: %s", 2*harness.TTL, harness.FormatTook(took))
+	return nil
+}
+
+// controls runs both negative controls and returns the violations the
+// checker found in them.
+func (r *runner) controls(ctx context.Context) (int, error) {
+	total := 0
+	for _, c := range []struct {
+		name string
+		run  func(context.Context) ([]checker.Violation, error)
+	}{
+		{"(a) a majority (3 of 5) restarted empty at once while the locks are held", r.controlRestartEmpty},
+		{fmt.Sprintf("(b) a majority (3 of 5) with clocks %dx too fast", clockRate), r.controlFastClock},
+	} {
+		r.say("negative control %s", c.name)
+		violations, err := c.run(ctx)
+		if err != nil {
+			return total, fmt.Errorf("negative control %s: %w", c.name, err)
+		}
+		total += len(violations)
+		r.say("  %d violations detected", len(violations))
+		for _, v := range violations[:min(len(violations), 2)] {
+			r.say("  e.g. %s", v)
+		}
+	}
+	return total, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/quorumlock/redlock/integration/internal/nodes"
+)
+
+// event is one step of the fault schedule: at offset at, node goes under
+// kind, or is healed of it.
+type event struct {
+	at   time.Duration
+	node int
+	kind nodes.Kind
+	heal bool
+}
+
+// Bounds of the random schedule.
+const (
+	firstFault = time.Second            // the workload warms up first
+	settle     = 2 * time.Second        // every fault is healed this long before the end
+	minGap     = 300 * time.Millisecond // between two fault starts
+	maxGap     = 1500 * time.Millisecond
+	minBlip    = 300 * time.Millisecond // pause and disconnect length
+	maxBlip    = 2500 * time.Millisecond
+	minExtra   = 200 * time.Millisecond // kill and restart: down for TTL plus this much
+	maxExtra   = 1500 * time.Millisecond
+)
+
+// plan draws the fault schedule of a run of length d over n nodes from
+// seed alone, so that -seed replays it. The faults are the safe ones: at
+// most a minority ((n-1)/2) of the nodes is faulty at any time, and a node
+// killed or stopped stays down for longer than the TTL before it comes back
+// empty, as the README's first assumption asks (an empty node back at once
+// can complete a quorum for a second owner). Each fault hits a node that is
+// healthy then, and heals before d - settle.
+func plan(seed uint64, d time.Duration, n int, ttl time.Duration) []event {
+	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
+	type span struct {
+		node     int
+		from, to time.Duration
+	}
+	var spans []span
+	var events []event
+	end := d - settle
+	for at := firstFault; ; at += between(minGap, maxGap) {
+		if at >= end {
+			break
+		}
+		kind := nodes.Kinds[rng.IntN(len(nodes.Kinds))]
+		length := between(minBlip, maxBlip)
+		if kind == nodes.Kill || kind == nodes.Restart {
+			length = ttl + between(minExtra, maxExtra)
+		}
+		busy := make([]bool, n)
+		faulty := 0
+		for _, s := range spans {
+			if s.from <= at && at < s.to && !busy[s.node] {
+				busy[s.node] = true
+				faulty++
+			}
+		}
+		if faulty >= (n-1)/2 || at+length > end {
+			continue
+		}
+		var healthy []int
+		for i := range n {
+			if !busy[i] {
+				healthy = append(healthy, i)
+			}
+		}
+		node := healthy[rng.IntN(len(healthy))]
+		spans = append(spans, span{node: node, from: at, to: at + length})
+		events = append(events, event{at: at, node: node, kind: kind}, event{at: at + length, node: node, kind: kind, heal: true})
+	}
+	// In time order; at equal times heals first, so the minority bound
+	// holds at every step.
+	slices.SortStableFunc(events, func(a, b event) int {
+		if c := cmp.Compare(a.at, b.at); c != 0 {
+			return c
+		}
+		return cmp.Compare(boolInt(!a.heal), boolInt(!b.heal))
+	})
+	return events
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// execute runs the schedule from start, one event at a time. Each heal
+// returns only once the node answers again, so the events keep their
+// planned order even when Docker is slow, and with it the minority bound.
+// It stops early, without error, when ctx ends. It returns how many
+// faults it injected.
+func execute(ctx context.Context, cl *nodes.Cluster, events []event, start time.Time, say func(string, ...any)) (int, error) {
+	faults := 0
+	for _, e := range events {
+		if !sleepUntil(ctx, start.Add(e.at)) {
+			return faults, nil
+		}
+		var err error
+		if e.heal {
+			err = cl.Heal(ctx, e.node)
+		} else {
+			err = cl.Inject(ctx, e.node, e.kind)
+		}
+		if ctx.Err() != nil {
+			return faults, nil
+		}
+		if err != nil {
+			return faults, fmt.Errorf("fault schedule at +%v: %w", e.at, err)
+		}
+		if !e.heal {
+			faults++
+		}
+		say("+%5.1fs  %-18s node %d  (%d faulty)", time.Since(start).Seconds(), e.verb(), e.node+1, faultyNow(cl))
+	}
+	return faults, nil
+}
+
+// verb says what the event does to the node.
+func (e event) verb() string {
+	switch {
+	case !e.heal && e.kind == nodes.Restart:
+		return "stop (restart)"
+	case !e.heal:
+		return string(e.kind)
+	case e.kind == nodes.Pause:
+		return "unpause"
+	case e.kind == nodes.Disconnect:
+		return "reconnect"
+	}
+	return "start (" + string(e.kind) + ")"
+}
+
+func faultyNow(cl *nodes.Cluster) int {
+	faulty := 0
+	for i := range cl.N() {
+		if cl.Fault(i) != "" {
+			faulty++
+		}
+	}
+	return faulty
+}
+
+// sleepUntil waits for t; false when ctx ended first.
+func sleepUntil(ctx context.Context, t time.Time) bool {
+	timer := time.NewTimer(time.Until(t))
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
