@@ -200,10 +200,13 @@ func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acq
 	case result.held && holds > n-need:
 		result.err = errors.Join(append([]error{fmt.Errorf("%w: held by another owner on %d of %d nodes",
 			ErrNotAcquired, holds, n)}, nodeErrs...)...)
+	case tally.Yes >= need:
+		// Enough nodes granted, too late: a node error besides does not
+		// make it a quorum failure.
+		result.err = errors.Join(append([]error{fmt.Errorf("%w: the round outlasted the validity window (ends %v)",
+			ErrNotAcquired, until)}, nodeErrs...)...)
 	case len(nodeErrs) > 0:
 		result.err = noQuorum(tally.Yes, need, nodeErrs)
-	case tally.Yes >= need:
-		result.err = fmt.Errorf("%w: the round outlasted the validity window (ends %v)", ErrNotAcquired, until)
 	default:
 		result.err = fmt.Errorf("%w: votes split, %d of %d needed", ErrNotAcquired, tally.Yes, need)
 	}

@@ -1,0 +1,90 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/workload"
+)
+
+// Negative controls: runs that break an assumption of the lock on purpose.
+// Each MUST end with checker violations; if one stops biting, sharpen the
+// setup — never weaken the assertion. They share a shape: long holds under
+// a long TTL, no renewal (nothing repairs the broken nodes), and waiters
+// that retry every 20 ms instead of sitting out the holder's TTL, so that
+// an unsafe grant happens while the first holder is still in its section.
+func unsafeOptions(ttl time.Duration) []redlock.Option {
+	return []redlock.Option{redlock.WithTTL(ttl), redlock.WithWatchdog(false), pollEvery(20 * time.Millisecond)}
+}
+
+// A majority (3 of 5) restarted empty at once while leases are held:
+// assumption 1 (a quorum does not lose acknowledged keys) is broken, and
+// another owner gets the lock inside the holder's validity window.
+func TestUnsafe_majorityRestartedEmpty(t *testing.T) {
+	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: unsafeOptions(3 * time.Second)})
+	r := c.run(3500*time.Millisecond, workload.Config{Hold: 600 * time.Millisecond}, func(ctx context.Context) {
+		start := time.Now()
+		for _, at := range []time.Duration{900 * time.Millisecond, 1800 * time.Millisecond, 2700 * time.Millisecond} {
+			if !sleep(ctx, time.Until(start.Add(at))) {
+				return
+			}
+			var wg sync.WaitGroup
+			for _, i := range []int{0, 1, 2} {
+				wg.Go(func() { c.fault(fmt.Sprintf("restart node %d empty", i), c.nodes[i].Restart(false)) })
+			}
+			wg.Wait()
+		}
+	})
+	c.requireViolations(r)
+}
+
+// A majority (3 of 5) with clocks ten times too fast: assumption 2 (clocks
+// run fast by less than the drift factor) is broken. With a 2 s TTL the
+// fast nodes expire a key after 200 ms while its holder, by its own clock,
+// holds a valid lease for almost 2 s and works for 400 ms.
+func TestUnsafe_fastClockMajority(t *testing.T) {
+	const speed = 10
+	libfaketime := requireFaketime(t)
+	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond,
+		nodeEnv: func(i int) []string {
+			if i < 3 {
+				return fastClock(libfaketime, speed)
+			}
+			return nil
+		},
+		options: unsafeOptions(2 * time.Second)})
+	for i := range 3 {
+		c.checkFastClock(i, speed)
+		c.faults.Add(1)
+	}
+	r := c.run(3*time.Second, workload.Config{Hold: 400 * time.Millisecond}, nil)
+	c.requireViolations(r)
+}
+
+// One fast node of five is enough to break the default quorum of 3 when a
+// grant's quorum is exactly the fast node and two others: client A is cut
+// from nodes 0 and 1, so each of its grants is {2, 3, 4} with node 4's
+// clock ten times too fast. 200 ms into A's 400 ms section node 4 expires
+// A's key, and B takes {0, 1, 4}: a majority. (TestFastClockMinority is
+// the same fault made safe by WithQuorum(4).)
+func TestUnsafe_fastClockOneNodeDefaultQuorum(t *testing.T) {
+	const speed = 10
+	libfaketime := requireFaketime(t)
+	c := newCluster(t, setup{clients: 2, nodeTimeout: 100 * time.Millisecond,
+		nodeEnv: func(i int) []string {
+			if i == 4 {
+				return fastClock(libfaketime, speed)
+			}
+			return nil
+		},
+		options: unsafeOptions(2 * time.Second)})
+	c.checkFastClock(4, speed)
+	c.faults.Add(1)
+	c.reach(0, 2, 3, 4)
+	r := c.run(3*time.Second, workload.Config{Hold: 400 * time.Millisecond}, nil)
+	c.requireViolations(r)
+}
