@@ -95,7 +95,11 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
 			// Each attempt is also the waiter's heartbeat in the queue.
 			delay = min(delay, m.settings.queueTimeout/3)
 		} else {
-			contended = outcome.split || outcome.leadLost
+			// Ask the lead node first only right after a split vote: after
+			// losing the lead, ask every node again, or a stale hold left
+			// on the lead node alone (a minority) would block this waiter
+			// until it expired.
+			contended = outcome.split
 		}
 		timer := time.NewTimer(delay)
 		select {

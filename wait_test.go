@@ -201,3 +201,42 @@ func TestClose_withWaitersAndLeasesInFlight(t *testing.T) {
 		t.Fatalf("held lease after Close: %v, %d keys left", held.Err(), cluster.KeyCount(t))
 	}
 }
+
+// A stale hold on one node (a minority: say a grant that landed after its
+// release) must not stall contenders: a waiter that lost the lead node
+// asks every node next time, and a majority is free.
+func TestLock_staleHoldOnLeadNode_doesNotStall(t *testing.T) {
+	cluster := redistest.Start(t, 5)
+	admin := cluster.Admin(t, 0)
+	ctx := context.Background()
+	if err := admin.HSet(ctx, "redlock:{stale}", "owner", "gone", "gone-hold", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.PExpire(ctx, "redlock:{stale}", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	check := checker.New()
+	deadline, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 6 {
+		c := newClient(t, cluster)
+		wg.Go(func() {
+			for range 10 {
+				lease, err := c.Mutex("stale").Lock(deadline)
+				if err != nil {
+					t.Errorf("Lock with a stale hold on node 0: %v", err)
+					return
+				}
+				acquired := time.Now()
+				time.Sleep(time.Millisecond)
+				record(check, "stale", lease, acquired)
+				_ = lease.Unlock(context.Background())
+			}
+		})
+	}
+	wg.Wait()
+	if err := check.Err(); err != nil {
+		t.Fatal(err)
+	}
+}
