@@ -84,17 +84,33 @@ func (b *batcher) flush() {
 func (b *batcher) sendQueued() {
 	b.mu.Lock()
 	n := min(len(b.queue), maxBatch)
-	batch := b.queue[:n:n]
+	taken := b.queue[:n:n]
 	b.queue = b.queue[n:]
 	b.mu.Unlock()
+	batch := taken[:0:0]
+	for _, p := range taken {
+		if err := p.ctx.Err(); err != nil {
+			// Its caller has given up: never sent, so it cannot run late.
+			p.cmd = redis.NewCmd(p.ctx)
+			p.cmd.SetErr(err)
+			close(p.done)
+			continue
+		}
+		batch = append(batch, p)
+	}
 	if len(batch) == 0 {
 		return
 	}
 	if len(batch) == 1 {
 		// Alone on the wire (one sender per node at a time), so EVALSHA's
-		// fallback to EVAL cannot be overtaken by another call.
+		// fallback to EVAL cannot be overtaken by another call. Sent under
+		// the call's deadline but not its cancellation: once sent, the
+		// sender waits for the reply, so that a call made later cannot
+		// reach the node first on another connection.
 		p := batch[0]
-		p.cmd = p.script.Run(p.ctx, b.client, p.keys, p.args...)
+		ctx, cancel := batchContext(batch)
+		p.cmd = p.script.Run(ctx, b.client, p.keys, p.args...)
+		cancel()
 		b.markLoaded(p.script, p.cmd.Err())
 		close(p.done)
 		return
