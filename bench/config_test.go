@@ -18,12 +18,19 @@ type config struct {
 	idle     time.Duration // BENCH_IDLE_DURATION: how long idle waiters wait
 	waiters  int           // idle waiters behind one holder
 	hold     time.Duration // time spent inside each critical section
+
+	cycles    int           // BENCH_CYCLES: Lock+Unlock cycles per LockUnlock run
+	tpWorkers int           // BENCH_TP_WORKERS: Throughput workers, one name each
+	leases    int           // BENCH_LEASES: leases held in the Renewal run
+	renewTTL  time.Duration // BENCH_RENEW_TTL: their TTL (renewed every TTL/3)
+	renewHold time.Duration // BENCH_RENEW_HOLD: the measured window
 }
 
 func loadConfig(b *testing.B) config {
 	b.Helper()
 	cfg := config{nodes: 5, workers: 16, duration: 3 * time.Second, idle: 5 * time.Second,
-		waiters: 8, hold: time.Millisecond}
+		waiters: 8, hold: time.Millisecond,
+		cycles: 2000, tpWorkers: 64, leases: 10_000, renewTTL: 3 * time.Second, renewHold: 4 * time.Second}
 	var err error
 	if cfg.nodes, err = envInt("BENCH_NODES", cfg.nodes); err != nil {
 		b.Fatal(err)
@@ -35,6 +42,21 @@ func loadConfig(b *testing.B) config {
 		b.Fatal(err)
 	}
 	if cfg.idle, err = envDuration("BENCH_IDLE_DURATION", cfg.idle); err != nil {
+		b.Fatal(err)
+	}
+	if cfg.cycles, err = envInt("BENCH_CYCLES", cfg.cycles); err != nil {
+		b.Fatal(err)
+	}
+	if cfg.tpWorkers, err = envInt("BENCH_TP_WORKERS", cfg.tpWorkers); err != nil {
+		b.Fatal(err)
+	}
+	if cfg.leases, err = envInt("BENCH_LEASES", cfg.leases); err != nil {
+		b.Fatal(err)
+	}
+	if cfg.renewTTL, err = envDuration("BENCH_RENEW_TTL", cfg.renewTTL); err != nil {
+		b.Fatal(err)
+	}
+	if cfg.renewHold, err = envDuration("BENCH_RENEW_HOLD", cfg.renewHold); err != nil {
 		b.Fatal(err)
 	}
 	return cfg

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,8 +34,9 @@ type server struct {
 // nodes is a set of independent redis-server processes, with one admin
 // client each (for INFO, never used by a library under test).
 type nodes struct {
-	servers []*server
-	admins  []*redis.Client
+	servers  []*server
+	admins   []*redis.Client
+	stopOnce sync.Once
 }
 
 // startNodes starts n redis-server processes on free loopback ports and
@@ -64,13 +66,25 @@ func startNodes(b *testing.B, n int) *nodes {
 }
 
 // stop closes the admin clients and kills every server, waiting for each.
+// It is safe to call more than once (a benchmark may stop a set early).
 func (s *nodes) stop() {
-	for _, admin := range s.admins {
-		_ = admin.Close()
+	s.stopOnce.Do(func() {
+		for _, admin := range s.admins {
+			_ = admin.Close()
+		}
+		for _, srv := range s.servers {
+			srv.kill()
+		}
+	})
+}
+
+// addrs lists the nodes' host:port addresses.
+func (s *nodes) addrs() []string {
+	out := make([]string, len(s.servers))
+	for i, srv := range s.servers {
+		out[i] = srv.addr
 	}
-	for _, srv := range s.servers {
-		srv.kill()
-	}
+	return out
 }
 
 func startServer(binary, dir string) (*server, error) {

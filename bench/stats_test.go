@@ -51,14 +51,16 @@ func totalCommands(info string) (int64, error) {
 }
 
 // callCounter is a go-redis hook that counts the commands a library sends
-// (one per command, also inside pipelines; a retried command counts once).
-type callCounter struct{ n atomic.Int64 }
+// (n: one per command, also inside pipelines; a retried command counts once)
+// and the round trips they took (trips: a pipeline counts once).
+type callCounter struct{ n, trips atomic.Int64 }
 
 func (c *callCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
 
 func (c *callCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		c.n.Add(1)
+		c.trips.Add(1)
 		return next(ctx, cmd)
 	}
 }
@@ -66,8 +68,78 @@ func (c *callCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (c *callCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		c.n.Add(int64(len(cmds)))
+		c.trips.Add(1)
 		return next(ctx, cmds)
 	}
+}
+
+// counts is a snapshot of what the nodes and a library's go-redis clients
+// counted, so that a measured window is the difference of two.
+type counts struct {
+	cmds     int64         // INFO total_commands_processed, all nodes
+	calls    int64         // commands the library sent (0 without a callCounter)
+	trips    int64         // round trips they took
+	redisCPU time.Duration // INFO used_cpu_user + used_cpu_sys, all nodes
+	selfCPU  time.Duration // this process (client side), 0 where unknown
+}
+
+// snapshot takes counts; calls may be nil for a library that does not run
+// on go-redis.
+func (s *nodes) snapshot(ctx context.Context, calls *callCounter) (counts, error) {
+	var c counts
+	var err error
+	if c.cmds, err = s.commandCount(ctx); err != nil {
+		return c, err
+	}
+	if c.redisCPU, err = s.cpuTime(ctx); err != nil {
+		return c, err
+	}
+	if calls != nil {
+		c.calls, c.trips = calls.n.Load(), calls.trips.Load()
+	}
+	c.selfCPU = processCPU()
+	return c, nil
+}
+
+// since is what happened between an earlier snapshot and c, without the
+// INFO commands the snapshots themselves sent (see commandsBetween; the
+// INFO cpu of a snapshot is counted like its INFO stats).
+func (c counts) since(s *nodes, before counts) counts {
+	return counts{
+		cmds:     c.cmds - before.cmds - 2*int64(len(s.admins)),
+		calls:    c.calls - before.calls,
+		trips:    c.trips - before.trips,
+		redisCPU: c.redisCPU - before.redisCPU,
+		selfCPU:  c.selfCPU - before.selfCPU,
+	}
+}
+
+// cpuTime sums the CPU time the redis-server processes used (INFO cpu).
+func (s *nodes) cpuTime(ctx context.Context) (time.Duration, error) {
+	var total float64
+	for i, admin := range s.admins {
+		info, err := admin.Info(ctx, "cpu").Result()
+		if err != nil {
+			return 0, fmt.Errorf("node %d: INFO cpu: %w", i, err)
+		}
+		for _, field := range []string{"used_cpu_sys:", "used_cpu_user:"} {
+			v, err := infoFloat(info, field)
+			if err != nil {
+				return 0, fmt.Errorf("node %d: %w", i, err)
+			}
+			total += v
+		}
+	}
+	return time.Duration(total * float64(time.Second)), nil
+}
+
+func infoFloat(info, field string) (float64, error) {
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if value, ok := strings.CutPrefix(line, field); ok {
+			return strconv.ParseFloat(value, 64)
+		}
+	}
+	return 0, fmt.Errorf("INFO has no %s", strings.TrimSuffix(field, ":"))
 }
 
 // percentile returns the nearest-rank q-quantile (0 < q <= 1) of sorted
