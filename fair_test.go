@@ -86,23 +86,13 @@ func TestFair_cancelledWaiterLeavesAndNextGetsItPromptly(t *testing.T) {
 		}
 	})
 	waitQueued(t, cluster, "queue", 1)
-	granted := make(chan time.Time, 1)
-	wg.Go(func() {
-		got, err := patient.Mutex("queue").Lock(ctx)
-		if err != nil {
-			t.Errorf("patient waiter: %v", err)
-			close(granted)
-			return
-		}
-		granted <- time.Now()
-		_ = got.Unlock(context.Background())
-	})
+	grant := lockInBackground(t, ctx, patient.Mutex("queue"))
 	waitQueued(t, cluster, "queue", 2)
 	quit()
 	waitQueued(t, cluster, "queue", 1) // the cancelled waiter left
 	released := time.Now()
 	mustUnlock(t, lease)
-	at, ok := <-granted
+	at, ok := grant()
 	wg.Wait()
 	if ok && at.Sub(released) > time.Second {
 		t.Fatalf("the waiter behind a cancelled one got the lock %v after the release", at.Sub(released))
@@ -126,18 +116,7 @@ func TestFair_killedWaiterDelaysQueueAtMostQueueTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitQueued(t, cluster, "crash", 1)
-	granted := make(chan time.Time, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		got, err := patient.Mutex("crash").Lock(ctx)
-		if err != nil {
-			t.Errorf("patient waiter: %v", err)
-			close(granted)
-			return
-		}
-		granted <- time.Now()
-		_ = got.Unlock(context.Background())
-	})
+	grant := lockInBackground(t, ctx, patient.Mutex("crash"))
 	waitQueued(t, cluster, "crash", 2)
 	if err := child.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -145,8 +124,7 @@ func TestFair_killedWaiterDelaysQueueAtMostQueueTimeout(t *testing.T) {
 	_ = child.Wait()
 	killed := time.Now()
 	mustUnlock(t, lease)
-	at, ok := <-granted
-	wg.Wait()
+	at, ok := grant()
 	if !ok {
 		return
 	}

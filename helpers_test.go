@@ -96,3 +96,29 @@ func newBenchClient(b *testing.B, cluster *redistest.Cluster, opts ...redlock.Op
 	b.Cleanup(func() { _ = c.Close() })
 	return c, nil
 }
+
+// lockInBackground takes m with ctx in a goroutine and unlocks at once. The
+// returned function waits for it and tells when the grant came (false when
+// Lock failed, which is reported on t). Cleanup waits for the goroutine.
+func lockInBackground(t *testing.T, ctx context.Context, m *redlock.Mutex) func() (time.Time, bool) {
+	t.Helper()
+	granted := make(chan time.Time, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		lease, err := m.Lock(ctx)
+		if err != nil {
+			t.Errorf("Lock(%s) in the background: %v", m.Name(), err)
+			close(granted)
+			return
+		}
+		granted <- time.Now()
+		_ = lease.Unlock(context.Background())
+	}()
+	t.Cleanup(func() { <-done })
+	return func() (time.Time, bool) {
+		<-done
+		at, ok := <-granted
+		return at, ok
+	}
+}

@@ -22,23 +22,11 @@ func TestLock_wokenByReleaseNotice(t *testing.T) {
 	slow := func() backoff.BackOff { return backoff.NewConstantBackOff(10 * time.Second) }
 	waiter := newClient(t, cluster, redlock.WithRetry(slow))
 	lease := mustLock(t, ctx, holder.Mutex("notice"))
-	granted := make(chan time.Time, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		got, err := waiter.Mutex("notice").Lock(ctx)
-		if err != nil {
-			t.Errorf("waiter: %v", err)
-			close(granted)
-			return
-		}
-		granted <- time.Now()
-		_ = got.Unlock(context.Background())
-	})
+	grant := lockInBackground(t, ctx, waiter.Mutex("notice"))
 	time.Sleep(200 * time.Millisecond) // the waiter has tried and is waiting
 	released := time.Now()
 	mustUnlock(t, lease)
-	at, ok := <-granted
-	wg.Wait()
+	at, ok := grant()
 	if !ok {
 		return
 	}
@@ -61,18 +49,7 @@ func TestLock_subscriberReconnectWakesWaiters(t *testing.T) {
 	holder := newClient(t, cluster, redlock.WithWatchdog(false))
 	waiter := newClient(t, cluster, redlock.WithRetry(slow))
 	lease := mustLock(t, ctx, holder.Mutex("reconnect"))
-	granted := make(chan time.Time, 1)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		got, err := waiter.Mutex("reconnect").Lock(ctx)
-		if err != nil {
-			t.Errorf("waiter: %v", err)
-			close(granted)
-			return
-		}
-		granted <- time.Now()
-		_ = got.Unlock(context.Background())
-	})
+	grant := lockInBackground(t, ctx, waiter.Mutex("reconnect"))
 	time.Sleep(200 * time.Millisecond) // the waiter has tried and is waiting
 	for i := range cluster.Nodes {
 		if err := cluster.Admin(t, i).Del(ctx, "redlock:{reconnect}").Err(); err != nil {
@@ -85,8 +62,7 @@ func TestLock_subscriberReconnectWakesWaiters(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	at, ok := <-granted
-	wg.Wait()
+	at, ok := grant()
 	_ = lease.Unlock(ctx) // ErrNotHeld: its key was deleted under it
 	if !ok {
 		return
