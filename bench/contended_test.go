@@ -40,16 +40,7 @@ func lockName(kind string) string {
 
 func runContended(b *testing.B, cfg config, set *nodes, l lib) {
 	r, err := l.setup(set, cfg.workers, lockName("contended"), cfg.hold)
-	if err != nil {
-		b.Fatal(err)
-	}
-	closeRig := sync.OnceValue(r.close)
-	b.Cleanup(func() { _ = closeRig() })
-	warmCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := r.warmUp(warmCtx); err != nil {
-		b.Fatal(err)
-	}
+	closeRig, warmCtx := ready(b, r, err)
 	before, err := set.commandCount(warmCtx)
 	if err != nil {
 		b.Fatal(err)

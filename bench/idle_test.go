@@ -31,16 +31,7 @@ func BenchmarkIdleWaiters(b *testing.B) {
 func runIdle(b *testing.B, cfg config, set *nodes, l lib) {
 	// Locker 0 is the holder, the others wait.
 	r, err := l.setup(set, cfg.waiters+1, lockName("idle"), cfg.idle)
-	if err != nil {
-		b.Fatal(err)
-	}
-	closeRig := sync.OnceValue(r.close)
-	b.Cleanup(func() { _ = closeRig() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := r.warmUp(ctx); err != nil {
-		b.Fatal(err)
-	}
+	closeRig, ctx := ready(b, r, err)
 	unlock, err := r.lockers[0].lock(ctx)
 	if err != nil {
 		b.Fatal(err)

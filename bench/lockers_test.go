@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/go-redsync/redsync/v4"
@@ -198,4 +199,23 @@ func drain(errs <-chan error) []error {
 		out = append(out, err)
 	}
 	return out
+}
+
+// ready takes a rig just set up (failing b on a setup error): it closes
+// the rig once, at the latest at cleanup, and warms it up (connections
+// open, scripts loaded) under a 30 s context, which it returns for the
+// measurement's own calls.
+func ready(b *testing.B, r *rig, err error) (closeRig func() error, ctx context.Context) {
+	b.Helper()
+	if err != nil {
+		b.Fatal(err)
+	}
+	closeRig = sync.OnceValue(r.close)
+	b.Cleanup(func() { _ = closeRig() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	b.Cleanup(cancel)
+	if err := r.warmUp(ctx); err != nil {
+		b.Fatal(err)
+	}
+	return closeRig, ctx
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 )
@@ -38,16 +37,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 
 func runLockUnlock(b *testing.B, cfg config, set *nodes, p peer) {
 	r, err := p.setup(set, lockNames("lockunlock", 1))
-	if err != nil {
-		b.Fatal(err)
-	}
-	closeRig := sync.OnceValue(r.close)
-	b.Cleanup(func() { _ = closeRig() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := r.warmUp(ctx); err != nil {
-		b.Fatal(err)
-	}
+	closeRig, ctx := ready(b, r, err)
 	before, err := set.snapshot(ctx, r.calls)
 	if err != nil {
 		b.Fatal(err)

@@ -42,16 +42,7 @@ func BenchmarkThroughput(b *testing.B) {
 
 func runThroughput(b *testing.B, cfg config, set *nodes, p peer) {
 	r, err := p.setup(set, lockNames("throughput", cfg.tpWorkers))
-	if err != nil {
-		b.Fatal(err)
-	}
-	closeRig := sync.OnceValue(r.close)
-	b.Cleanup(func() { _ = closeRig() })
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := r.warmUp(ctx); err != nil {
-		b.Fatal(err)
-	}
+	closeRig, ctx := ready(b, r, err)
 	before, err := set.snapshot(ctx, r.calls)
 	if err != nil {
 		b.Fatal(err)

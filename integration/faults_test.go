@@ -86,7 +86,7 @@ func runFault(t *testing.T, kind nodes.Kind) {
 // heals them and cools down. It returns the sections completed while the
 // fault lasted.
 func faultTimeline(ctx context.Context, cl *nodes.Cluster, kind nodes.Kind, stats *workload.Stats) (int64, error) {
-	if err := sleep(ctx, warmUp); err != nil {
+	if err := harness.Sleep(ctx, warmUp); err != nil {
 		return 0, err
 	}
 	for _, i := range faulty {
@@ -95,23 +95,12 @@ func faultTimeline(ctx context.Context, cl *nodes.Cluster, kind nodes.Kind, stat
 		}
 	}
 	before := stats.Sections.Load()
-	if err := sleep(ctx, faultFor); err != nil {
+	if err := harness.Sleep(ctx, faultFor); err != nil {
 		return 0, err
 	}
 	during := stats.Sections.Load() - before
 	if err := cl.HealAll(ctx); err != nil {
 		return during, err
 	}
-	return during, sleep(ctx, cooldown)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return during, harness.Sleep(ctx, cooldown)
 }

@@ -62,7 +62,7 @@ func (r *runner) controlFastClock(ctx context.Context) ([]checker.Violation, err
 		return nil, err
 	}
 	r.say("fast clock checked: a 1s key is gone from node %d after 300ms, still on node %d", majority[0]+1, r.cluster.N())
-	return r.control(ctx, func(ctx context.Context) error { return sleep(ctx, clockLead) })
+	return r.control(ctx, func(ctx context.Context) error { return harness.Sleep(ctx, clockLead) })
 }
 
 // control has one Client hold every mode's lock, runs breach, then has a

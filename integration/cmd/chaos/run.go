@@ -90,7 +90,7 @@ func (r *runner) recover(ctx context.Context) error {
 	}
 	wait := harness.TTL + 250*time.Millisecond
 	r.say("all nodes healed; waiting %v, past the TTL", wait)
-	if err := sleep(ctx, wait); err != nil {
+	if err := harness.Sleep(ctx, wait); err != nil {
 		return err
 	}
 	took, err := harness.Recover(ctx, r.cluster.URLs(), 2*harness.TTL)
@@ -124,15 +124,4 @@ func (r *runner) controls(ctx context.Context) (int, error) {
 		}
 	}
 	return total, nil
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

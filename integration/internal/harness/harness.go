@@ -130,3 +130,15 @@ func FormatTook(took map[workload.Mode]time.Duration) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Sleep waits for d or until ctx is done, and returns ctx's error then.
+func Sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
