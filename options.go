@@ -164,7 +164,9 @@ func WithFencing() Option { return func(s *settings) { s.fencing = true } }
 func WithKeyPrefix(prefix string) Option { return func(s *settings) { s.keyPrefix = prefix } }
 
 // WithLogger sets where lost leases and node faults are logged (default:
-// nowhere).
+// nowhere). Like Observer hooks, its handler runs on the library's
+// goroutines, at times with a lease's renewal in progress: it must not
+// block on anything that waits for an Unlock.
 func WithLogger(logger *slog.Logger) Option { return func(s *settings) { s.logger = logger } }
 
 // WithObserver sets hooks called on lock events, for metrics.
