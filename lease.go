@@ -31,6 +31,10 @@ type Lease struct {
 
 	gateOnce sync.Once // the lease leaves its Client's gate once, at release or loss
 
+	// queued is done once every acquire call of the winning round is in
+	// its node's queue; the release waits for it (see Mutex.attempt).
+	queued *sync.WaitGroup
+
 	// A Multi lease has parts and no mutex of its own; stops end its
 	// watch on the parts' contexts.
 	parts []*Lease
@@ -160,6 +164,9 @@ func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 	m, c := l.mutex, l.mutex.client
 	need := m.settings.quorumOf(len(c.nodes))
 	started := time.Now()
+	if l.queued != nil {
+		l.queued.Wait() // microseconds: the calls are queued, not answered
+	}
 	var headMu sync.Mutex
 	head := "" // fair: the new head some node named
 	round := quorum.Start(context.WithoutCancel(ctx), m.settings.roundTimeout(), len(c.nodes), need, &c.background,
@@ -214,15 +221,21 @@ func (l *Lease) leaveGate() {
 }
 
 // lateAcquire receives the answers of acquire calls that arrived after
-// Lock returned: a grant that lands after the lease was released is undone.
+// Lock returned: one whose fate is unknown is released again once the
+// lease is gone.
 func (l *Lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 	if reply.Vote != quorum.Yes && l.mutex.settings.fair {
 		// Refused late: the node queued us; we hold the lock, so leave.
 		l.mutex.leaveQueue(context.Background(), []int{i}, l.owner)
 	}
-	if reply.Vote == quorum.No {
+	if reply.Vote != quorum.Failed {
+		// Granted or refused: Unlock's release goes to every node and is
+		// queued after this call (see queued), so it runs after it.
 		return
 	}
+	// Unknown (timed out): the call may still run after a release sent on
+	// a fresh connection; release again once the lease is gone, which is
+	// harmless if it never ran.
 	l.mu.Lock()
 	released := l.released
 	l.mu.Unlock()

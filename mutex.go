@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/node"
@@ -74,7 +75,12 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, o
 	c, s := m.client, &m.settings
 	owner, hold := k.owner, reentrant.NewID()
 	need := s.quorumOf(len(c.nodes))
+	// queued counts the acquire calls not yet in their node's queue; the
+	// lease's release waits for it, so that on every node the release runs
+	// after this acquire, never before it (which would leave a grant behind).
+	queued := new(sync.WaitGroup)
 	acquire := func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
+		ctx = node.WithQueued(ctx, queued.Done)
 		var acquired node.Acquired
 		var err error
 		if s.fair {
@@ -99,6 +105,7 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, o
 		// them. Asking one agreed node first lets its winner alone go on,
 		// and costs each loser one call.
 		lead = c.health.lead()
+		queued.Add(1)
 		leadCtx, cancel := context.WithTimeout(ctx, s.nodeTimeout)
 		leadReply = acquire(leadCtx, lead)
 		cancel()
@@ -109,6 +116,11 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, o
 		case quorum.Failed:
 			lead = -1 // ask every node, this one again too (same hold: harmless)
 		}
+	}
+	if lead >= 0 {
+		queued.Add(len(c.nodes) - 1)
+	} else {
+		queued.Add(len(c.nodes))
 	}
 	round := quorum.Start(ctx, s.roundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
@@ -121,6 +133,7 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, o
 	until := validUntil(start, s.ttl, s.driftFactor)
 	if tally.Yes >= need && time.Now().Before(until) && ctx.Err() == nil {
 		lease := newLease(ctx, m, owner, hold, start, until, tally)
+		lease.queued = queued
 		// Every answer in by now is in this tally, and every later one
 		// goes to lateAcquire: none is missed.
 		k.granted = round.Detach(lease.lateAcquire)

@@ -45,6 +45,9 @@ func (b *batcher) run(ctx context.Context, script *luaScript, keys []string, arg
 	lead := !b.running
 	b.running = true
 	b.mu.Unlock()
+	if queued, ok := ctx.Value(queuedKey{}).(func()); ok {
+		queued()
+	}
 	if lead {
 		// Send what is queued now (this call, and any that raced in), then
 		// leave the rest to a flusher so that this caller returns promptly.
@@ -182,6 +185,15 @@ func batchContext(batch []*pending) (context.Context, context.CancelFunc) {
 		}
 	}
 	return context.WithDeadline(context.Background(), latest)
+}
+
+type queuedKey struct{}
+
+// WithQueued returns a ctx that makes a node call run queued once the call
+// has its place in the node's queue: calls to one node run in the order
+// they were queued, so a call queued after queued ran runs after it.
+func WithQueued(ctx context.Context, queued func()) context.Context {
+	return context.WithValue(ctx, queuedKey{}, queued)
 }
 
 // wait returns once no flusher is running.
