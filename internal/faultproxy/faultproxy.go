@@ -5,6 +5,20 @@
 // (Reset). The chaos tests put one Proxy on every (client, node) pair, so
 // each client can see its own network.
 //
+// Some faults act on one direction only, the other flowing as usual:
+// HoldRequests holds back what the client sends (the server hears nothing
+// new, and still answers what it got before), HoldReplies holds back what
+// the server sends (the commands run, their answers wait), and
+// SetRequestLatency delays what the client sends (a command runs late; its
+// reply comes back at once, unlike SetLatency's, which delays the reply of
+// a command that ran on time). Held bytes are not lost: when the hold is
+// lifted they go through in the order they were sent, as a delayed message
+// arrives late, after the client may have given up on it. A Cut holds
+// both directions, under a flag of its own (Heal lifts no hold, and lifting
+// a hold ends no Cut). Each fault is switchable while traffic flows, and
+// they combine: a chunk waits for its latency, then until neither a Cut
+// nor a hold on its direction is on.
+//
 // Every connection the proxy accepts gets its own connection to the target
 // and four goroutines (a reader and a writer per direction). Readers keep
 // reading while a fault holds the bytes back, so a client that gives up
@@ -28,8 +42,8 @@ const (
 	// chunkSize is the most one read forwards as one chunk.
 	chunkSize = 32 << 10
 	// queueChunks is how many chunks a direction holds while its writer
-	// waits (partition, latency); then the reader stops reading, and the
-	// sender's socket buffers fill, as over a real stalled link.
+	// waits (partition, hold, latency); then the reader stops reading,
+	// and the sender's socket buffers fill, as over a real stalled link.
 	queueChunks = 64
 	// dialTimeout bounds the connection to the target.
 	dialTimeout = 5 * time.Second
@@ -44,13 +58,16 @@ type Proxy struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup // the accept loop and every connection's goroutines
 
-	mu      sync.Mutex
-	closed  bool
-	cut     bool
-	drop    bool
-	latency time.Duration
-	changed chan struct{} // closed and replaced whenever cut changes
-	links   map[*link]struct{}
+	mu             sync.Mutex
+	closed         bool
+	cut            bool
+	holdRequests   bool
+	holdReplies    bool
+	drop           bool
+	latency        time.Duration // on replies
+	requestLatency time.Duration
+	changed        chan struct{} // closed and replaced whenever cut or a hold changes
+	links          map[*link]struct{}
 }
 
 // New listens on 127.0.0.1:0 and forwards to target ("host:port").
@@ -89,22 +106,44 @@ func (p *Proxy) Target() string { return p.target }
 // as well: the server does not learn of it during the partition. A new
 // connection whose target is down stalls too, and is refused (an RST) only
 // once the partition heals.
-func (p *Proxy) Cut() { p.setCut(true) }
+func (p *Proxy) Cut() { p.set(&p.cut, true) }
 
 // Heal ends a partition. What was held back is delivered in order, as TCP's
 // retransmissions would after a partition heals: a command sent during the
 // partition runs late, and a reply that was waiting reaches a client that
 // may have given up on it. Clients that gave up closed their connections;
 // those closes reach the server after the held bytes.
-func (p *Proxy) Heal() { p.setCut(false) }
+func (p *Proxy) Heal() { p.set(&p.cut, false) }
 
-func (p *Proxy) setCut(cut bool) {
+// HoldRequests, while on, holds back every byte the client sends, on the
+// connections open now and on new ones, while the server's bytes still
+// reach the client: the server runs nothing new, and the replies to what
+// it got before still arrive. The client sees timeouts. A client that
+// gives up and closes its connection is held back too: the close reaches
+// the server after the held bytes. HoldRequests(false) lifts the hold:
+// the held bytes go through in order, and the commands in them run then,
+// late. It does not end a Cut. A held connection is lost with its held
+// bytes if the server closes it or a Reset hits it.
+func (p *Proxy) HoldRequests(on bool) { p.set(&p.holdRequests, on) }
+
+// HoldReplies, while on, holds back every byte the server sends, on the
+// connections open now and on new ones, while the client's bytes still
+// reach the server: commands run, and later commands run too, but no
+// answer arrives. HoldReplies(false) lifts the hold: the held replies go
+// through in order, to a client that may have given up on them. A client
+// that closes its connection meanwhile is gone: the server learns of the
+// close at once, and the replies held for that connection are discarded.
+// It does not end a Cut.
+func (p *Proxy) HoldReplies(on bool) { p.set(&p.holdReplies, on) }
+
+// set switches one of the flags writers wait on, and wakes them.
+func (p *Proxy) set(flag *bool, on bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.cut == cut {
+	if *flag == on {
 		return
 	}
-	p.cut = cut
+	*flag = on
 	close(p.changed)
 	p.changed = make(chan struct{})
 }
@@ -116,6 +155,20 @@ func (p *Proxy) Cuts() bool {
 	return p.cut
 }
 
+// HoldsRequests reports whether HoldRequests is on.
+func (p *Proxy) HoldsRequests() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holdRequests
+}
+
+// HoldsReplies reports whether HoldReplies is on.
+func (p *Proxy) HoldsReplies() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.holdReplies
+}
+
 // SetLatency delays every chunk the server sends to the client by d, from
 // the moment the proxy read it (d <= 0: no delay). Chunks keep their order.
 // It applies to chunks read after the call; requests are not delayed.
@@ -123,6 +176,18 @@ func (p *Proxy) SetLatency(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.latency = max(d, 0)
+}
+
+// SetRequestLatency delays every chunk the client sends to the server by
+// d, from the moment the proxy read it (d <= 0: no delay): a one-way delay,
+// where a command runs d late and its reply comes straight back. Chunks
+// keep their order (a chunk read after the latency was lowered still waits
+// for the ones before it). It applies to chunks read after the call;
+// replies are not delayed (SetLatency is for them).
+func (p *Proxy) SetRequestLatency(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.requestLatency = max(d, 0)
 }
 
 // DropReplies, while on, forwards the client's bytes to the server and
@@ -189,17 +254,33 @@ func (p *Proxy) Close() error {
 
 // state is what a writer needs to decide about one chunk.
 type state struct {
-	cut     bool
-	drop    bool
-	latency time.Duration
-	changed <-chan struct{}
+	cut            bool
+	holdRequests   bool
+	holdReplies    bool
+	drop           bool
+	latency        time.Duration
+	requestLatency time.Duration
+	changed        <-chan struct{}
 }
 
 func (p *Proxy) state() state {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return state{cut: p.cut, drop: p.drop, latency: p.latency, changed: p.changed}
+	return state{cut: p.cut, holdRequests: p.holdRequests, holdReplies: p.holdReplies, drop: p.drop,
+		latency: p.latency, requestLatency: p.requestLatency, changed: p.changed}
 }
+
+// held reports whether bytes going one way must wait: to the client (reply)
+// or to the server.
+func (s state) held(reply bool) bool {
+	if reply {
+		return s.cut || s.holdReplies
+	}
+	return s.cut || s.holdRequests
+}
+
+// heldEither reports whether anything holds either direction.
+func (s state) heldEither() bool { return s.held(false) || s.held(true) }
 
 func (p *Proxy) acceptLoop() {
 	for {
@@ -269,7 +350,7 @@ type chunk struct {
 	data    []byte
 	err     error
 	read    time.Time
-	latency time.Duration // the proxy's latency when it was read
+	latency time.Duration // the proxy's latency for its direction when it was read
 }
 
 // serve dials the target and forwards both directions until either side
@@ -280,9 +361,10 @@ func (l *link) serve() {
 	dialer := net.Dialer{Timeout: dialTimeout}
 	server, err := dialer.DialContext(p.ctx, "tcp", p.target)
 	if err != nil {
-		// The target is down. During a partition the client cannot learn
-		// that: it stalls until the partition heals.
-		if l.waitOpen() {
+		// The target is down. During a partition, or while either
+		// direction is held, the client cannot learn that: it stalls
+		// until both directions flow again.
+		if l.waitOpen(state.heldEither) {
 			l.close(true) // as a refused connection would: an RST
 		}
 		l.close(false)
@@ -342,8 +424,10 @@ func (l *link) read(src net.Conn, out chan<- chunk, reply bool) {
 		n, err := src.Read(buf)
 		if n > 0 {
 			c := chunk{data: buf[:n], read: time.Now()}
-			if reply {
-				c.latency = l.proxy.state().latency
+			if s := l.proxy.state(); reply {
+				c.latency = s.latency
+			} else {
+				c.latency = s.requestLatency
 			}
 			if !l.send(out, c) {
 				return
@@ -365,11 +449,13 @@ func (l *link) send(out chan<- chunk, c chunk) bool {
 	}
 }
 
-// write delivers the chunks of in to dst: each waits for its latency
-// (replies only), then for the partition to heal; a reply is discarded
-// while DropReplies is on (and from then on). The end of the stream
-// closes the link: gracefully after EOF, with an RST after a reset.
+// write delivers the chunks of in to dst: each waits for its latency,
+// then for the partition to heal and its direction's hold to be lifted; a
+// reply is discarded while DropReplies is on (and from then on). The end
+// of the stream closes the link: gracefully after EOF, with an RST after a
+// reset.
 func (l *link) write(in <-chan chunk, dst net.Conn, reply bool) {
+	held := func(s state) bool { return s.held(reply) }
 	mute := false // a reply was dropped: this stream has a hole
 	for {
 		var c chunk
@@ -381,7 +467,7 @@ func (l *link) write(in <-chan chunk, dst net.Conn, reply bool) {
 		if c.latency > 0 && !l.sleepUntil(c.read.Add(c.latency)) {
 			return
 		}
-		if !l.waitOpen() {
+		if !l.waitOpen(held) {
 			return
 		}
 		if c.err != nil {
@@ -399,11 +485,12 @@ func (l *link) write(in <-chan chunk, dst net.Conn, reply bool) {
 	}
 }
 
-// waitOpen waits while the proxy is cut; false when the link closed first.
-func (l *link) waitOpen() bool {
+// waitOpen waits while held says so of the proxy's state; false when the
+// link closed first.
+func (l *link) waitOpen(held func(state) bool) bool {
 	for {
 		s := l.proxy.state()
-		if !s.cut {
+		if !held(s) {
 			select {
 			case <-l.done:
 				return false

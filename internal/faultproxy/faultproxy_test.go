@@ -2,11 +2,16 @@ package faultproxy_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"net"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -329,6 +334,21 @@ func TestProxy_closeStopsEverything(t *testing.T) {
 	proxy.SetLatency(time.Hour)
 	stalled := dial(t, proxy.Addr())
 	rawCommand(t, stalled, "PING")
+	// Held and delayed one way only, on connections of their own.
+	proxy.Heal()
+	proxy.SetRequestLatency(time.Hour)
+	delayed := dial(t, proxy.Addr())
+	rawCommand(t, delayed, "PING")
+	proxy.SetRequestLatency(0)
+	proxy.HoldRequests(true)
+	held := dial(t, proxy.Addr())
+	rawCommand(t, held, "PING")
+	proxy.HoldRequests(false)
+	proxy.HoldReplies(true)
+	unanswered := dial(t, proxy.Addr())
+	rawCommand(t, unanswered, "PING")
+	proxy.HoldRequests(true)
+	proxy.Cut()
 	start := time.Now()
 	if err := proxy.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -349,4 +369,381 @@ func TestNew_errors(t *testing.T) {
 	if _, err := faultproxy.New(""); err == nil || !strings.HasPrefix(err.Error(), "faultproxy:") {
 		t.Fatalf("New(\"\"): %v", err)
 	}
+}
+
+// A held request does not reach the server: the command runs only when the
+// hold is lifted, after the client gave up waiting, and the commands held
+// run in the order they were sent. Replies to what the server got before
+// the hold still arrive, on the same connection.
+func TestProxy_holdRequestsRunsCommandsLateInOrder(t *testing.T) {
+	proxy, client, direct, _ := setup(t)
+	ctx := context.Background()
+	mustPing(t, client)
+	conn := dial(t, proxy.Addr())
+	reader := bufio.NewReader(conn)
+
+	// A reply on its way back when the hold starts still arrives: BLPOP
+	// runs before the hold and answers during it.
+	rawCommand(t, conn, "BLPOP wake 2")
+	waitFor(t, func() bool {
+		n, _ := direct.ClientList(ctx).Result()
+		return strings.Contains(n, "cmd=blpop")
+	})
+	proxy.HoldRequests(true)
+	if !proxy.HoldsRequests() || proxy.HoldsReplies() {
+		t.Fatalf("HoldsRequests %v, HoldsReplies %v after HoldRequests(true)", proxy.HoldsRequests(), proxy.HoldsReplies())
+	}
+	if err := direct.RPush(ctx, "wake", "up").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if reply, err := rawReply(conn, reader, time.Second); err != nil || reply != "*2" {
+		t.Fatalf("BLPOP's reply during a request hold: %q, %v; want *2", reply, err)
+	}
+	for _, want := range []string{"$4", "wake", "$2", "up"} {
+		if reply, err := rawReply(conn, reader, time.Second); err != nil || reply != want {
+			t.Fatalf("BLPOP's reply: %q, %v; want %q", reply, err, want)
+		}
+	}
+
+	for _, item := range []string{"a", "b", "c"} {
+		rawCommand(t, conn, "RPUSH order "+item)
+	}
+	if _, err := ping(client); !isTimeout(err) {
+		t.Fatalf("PING with requests held: %v, want a timeout", err)
+	}
+	if reply, err := rawReply(conn, reader, timeout); !isTimeout(err) {
+		t.Fatalf("reply to a held request: %q, %v; want a timeout", reply, err)
+	}
+	if n, err := direct.Exists(ctx, "order").Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS order with the requests held: %d, %v; want 0: a held command ran", n, err)
+	}
+
+	proxy.HoldRequests(false)
+	for _, want := range []string{":1", ":2", ":3"} {
+		if reply, err := rawReply(conn, reader, time.Second); err != nil || reply != want {
+			t.Fatalf("reply after the hold: %q, %v; want %q", reply, err, want)
+		}
+	}
+	if got, err := direct.LRange(ctx, "order", 0, -1).Result(); err != nil || strings.Join(got, "") != "abc" {
+		t.Fatalf("LRANGE order: %q, %v; want [a b c]", got, err)
+	}
+	mustPing(t, client)
+}
+
+// A client that gives up on a held request and closes its connection does
+// not take the request back: it runs when the hold is lifted, the way a
+// delayed packet arrives after its sender moved on.
+func TestProxy_heldRequestRunsAfterTheClientClosed(t *testing.T) {
+	proxy, _, direct, _ := setup(t)
+	ctx := context.Background()
+	conn := dial(t, proxy.Addr())
+	rawCommand(t, conn, "PING")
+	if reply, err := rawReply(conn, bufio.NewReader(conn), time.Second); err != nil || reply != "+PONG" {
+		t.Fatalf("PING: %q, %v", reply, err)
+	}
+	proxy.HoldRequests(true)
+	rawCommand(t, conn, "SET orphan late")
+	time.Sleep(50 * time.Millisecond) // let the proxy read it
+	_ = conn.Close()
+	time.Sleep(100 * time.Millisecond)
+	if n, err := direct.Exists(ctx, "orphan").Result(); err != nil || n != 0 {
+		t.Fatalf("EXISTS orphan with the request held: %d, %v; want 0", n, err)
+	}
+	proxy.HoldRequests(false)
+	waitFor(t, func() bool {
+		got, err := direct.Get(ctx, "orphan").Result()
+		return err == nil && got == "late"
+	})
+}
+
+// Replies held while the requests flow: each command runs at once, a later
+// one too, and the replies arrive only when the hold is lifted, in order.
+func TestProxy_holdRepliesWhileLaterRequestsRun(t *testing.T) {
+	proxy, client, direct, _ := setup(t)
+	ctx := context.Background()
+	mustPing(t, client)
+	conn := dial(t, proxy.Addr())
+	reader := bufio.NewReader(conn)
+
+	proxy.HoldReplies(true)
+	if !proxy.HoldsReplies() || proxy.HoldsRequests() {
+		t.Fatalf("HoldsReplies %v, HoldsRequests %v after HoldReplies(true)", proxy.HoldsReplies(), proxy.HoldsRequests())
+	}
+	counter := func() string {
+		t.Helper()
+		got, err := direct.Get(ctx, "counter").Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			t.Fatal(err)
+		}
+		return got
+	}
+	rawCommand(t, conn, "INCR counter")
+	waitFor(t, func() bool { return counter() == "1" })
+	if reply, err := rawReply(conn, reader, timeout); !isTimeout(err) {
+		t.Fatalf("reply while replies are held: %q, %v; want a timeout", reply, err)
+	}
+	// A later request runs while the first one's reply is still held.
+	rawCommand(t, conn, "INCR counter")
+	waitFor(t, func() bool { return counter() == "2" })
+	if _, err := ping(client); !isTimeout(err) {
+		t.Fatalf("PING with replies held: %v, want a timeout", err)
+	}
+
+	proxy.HoldReplies(false)
+	for _, want := range []string{":1", ":2"} {
+		if reply, err := rawReply(conn, reader, time.Second); err != nil || reply != want {
+			t.Fatalf("held reply: %q, %v; want %q", reply, err, want)
+		}
+	}
+	mustPing(t, newRedis(t, proxy.Addr()))
+}
+
+// A one-way delay on the requests: the command runs late and its reply
+// comes straight back, where SetLatency runs it at once and delays the
+// reply.
+func TestProxy_requestLatencyRunsCommandsLate(t *testing.T) {
+	proxy, _, direct, _ := setup(t)
+	ctx := context.Background()
+	conn := dial(t, proxy.Addr())
+	reader := bufio.NewReader(conn)
+	const latency = 150 * time.Millisecond
+
+	// ran runs the command, and reports when the server had run it (as
+	// seen by polling it directly) and when the reply came.
+	ran := func(key string) (executed, replied time.Duration) {
+		t.Helper()
+		start := time.Now()
+		rawCommand(t, conn, "SET "+key+" 1")
+		done := make(chan time.Duration, 1)
+		go func() {
+			defer close(done)
+			for time.Since(start) < 2*time.Second {
+				if n, err := direct.Exists(ctx, key).Result(); err == nil && n == 1 {
+					done <- time.Since(start)
+					return
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+		}()
+		if reply, err := rawReply(conn, reader, 2*time.Second); err != nil || reply != "+OK" {
+			t.Fatalf("SET %s: %q, %v", key, reply, err)
+		}
+		replied = time.Since(start)
+		executed, ok := <-done
+		if !ok {
+			t.Fatalf("SET %s never ran", key)
+		}
+		return executed, replied
+	}
+
+	proxy.SetRequestLatency(latency)
+	executed, replied := ran("one-way")
+	t.Logf("request latency %v: ran after %v, replied after %v", latency, executed, replied)
+	if executed < latency || replied < latency || replied > latency+80*time.Millisecond {
+		t.Fatalf("request latency %v: the command ran after %v, its reply came after %v", latency, executed, replied)
+	}
+	proxy.SetRequestLatency(0)
+	proxy.SetLatency(latency)
+	executed, replied = ran("reply-way")
+	t.Logf("reply latency %v: ran after %v, replied after %v", latency, executed, replied)
+	if executed >= latency || replied < latency {
+		t.Fatalf("reply latency %v: the command ran after %v, its reply came after %v", latency, executed, replied)
+	}
+	proxy.SetLatency(0)
+	if executed, replied = ran("no-way"); replied >= latency {
+		t.Fatalf("no latency: the command ran after %v, its reply came after %v", executed, replied)
+	}
+}
+
+// echoServer accepts connections on 127.0.0.1 and sends back what it
+// reads; it counts the bytes it received. Its goroutines end at cleanup.
+type echoServer struct {
+	listener net.Listener
+	received atomic.Int64
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	conns    []net.Conn
+}
+
+func newEchoServer(t *testing.T) *echoServer {
+	t.Helper()
+	listener, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &echoServer{listener: listener}
+	e.wg.Go(func() {
+		for {
+			conn, err := listener.Accept()
+			if err != nil {
+				return
+			}
+			e.mu.Lock()
+			e.conns = append(e.conns, conn)
+			e.mu.Unlock()
+			e.wg.Go(func() {
+				defer conn.Close()
+				buf := make([]byte, 4096)
+				for {
+					n, err := conn.Read(buf)
+					e.received.Add(int64(n))
+					if n > 0 {
+						if _, werr := conn.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						return
+					}
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		_ = listener.Close()
+		e.mu.Lock()
+		for _, conn := range e.conns {
+			_ = conn.Close()
+		}
+		e.mu.Unlock()
+		e.wg.Wait()
+	})
+	return e
+}
+
+// pattern is n bytes whose every 4-byte word is its own index, so that a
+// byte out of place shows.
+func pattern(n int) []byte {
+	data := make([]byte, n)
+	for i := 0; i+4 <= n; i += 4 {
+		binary.BigEndian.PutUint32(data[i:], uint32(i/4))
+	}
+	return data
+}
+
+// streamThrough writes data through conn from a goroutine of its own (the
+// write blocks while a hold lasts) and reads back the echo, while toggle
+// runs; it returns what came back.
+func streamThrough(t *testing.T, conn net.Conn, data []byte, toggle func()) []byte {
+	t.Helper()
+	wrote := make(chan error, 1)
+	go func() {
+		// Small writes: many chunks, each can meet a different fault.
+		var err error
+		for off := 0; off < len(data) && err == nil; off += 1000 {
+			_, err = conn.Write(data[off:min(off+1000, len(data))])
+		}
+		wrote <- err
+	}()
+	toggle()
+	if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(data))
+	if _, err := io.ReadFull(conn, got); err != nil {
+		_ = conn.Close() // unblocks the writer
+		<-wrote
+		t.Fatalf("read the echo: %v", err)
+	}
+	if err := <-wrote; err != nil {
+		t.Fatalf("write: %v", err)
+	}
+	return got
+}
+
+// Holds on a stream larger than the proxy's queues: nothing crosses a held
+// direction (the sender is held back, as by a stalled link), the other
+// direction flows, and when the hold is lifted every byte arrives, in
+// order.
+func TestProxy_holdsOnAStreamKeepEveryByteInOrder(t *testing.T) {
+	echo := newEchoServer(t)
+	proxy := newProxy(t, echo.listener.Addr().String())
+	data := pattern(4 << 20)
+
+	t.Run("requests", func(t *testing.T) {
+		conn := dial(t, proxy.Addr())
+		before := echo.received.Load()
+		proxy.HoldRequests(true)
+		got := streamThrough(t, conn, data, func() {
+			time.Sleep(200 * time.Millisecond)
+			if n := echo.received.Load() - before; n != 0 {
+				t.Errorf("the server received %d bytes with the requests held", n)
+			}
+			proxy.HoldRequests(false)
+		})
+		if !bytes.Equal(got, data) {
+			t.Fatal("the echo of a stream held on its way out differs from the stream")
+		}
+	})
+	t.Run("replies", func(t *testing.T) {
+		conn := dial(t, proxy.Addr())
+		before := echo.received.Load()
+		proxy.HoldReplies(true)
+		got := streamThrough(t, conn, data, func() {
+			// The requests flow while the replies are held: the server
+			// gets bytes, until the held echo fills the queues and
+			// buffers and holds the server back in turn.
+			waitFor(t, func() bool { return echo.received.Load()-before >= 256<<10 })
+			if err := conn.SetReadDeadline(time.Now().Add(100 * time.Millisecond)); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := conn.Read(make([]byte, 1)); !isTimeout(err) {
+				t.Errorf("read with the replies held: %d bytes, %v; want a timeout", n, err)
+			}
+			proxy.HoldReplies(false)
+		})
+		if !bytes.Equal(got, data) {
+			t.Fatal("the echo of a stream whose replies were held differs from the stream")
+		}
+	})
+}
+
+// Every one-way fault switched on and off at random while a stream flows,
+// together with request and reply latency: the stream still arrives whole
+// and in order.
+func TestProxy_oneWayFaultsToggledUnderTrafficKeepOrder(t *testing.T) {
+	echo := newEchoServer(t)
+	proxy := newProxy(t, echo.listener.Addr().String())
+	conn := dial(t, proxy.Addr())
+	data := pattern(2 << 20)
+	got := streamThrough(t, conn, data, func() {
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range 60 {
+			proxy.HoldRequests(rng.IntN(2) == 0)
+			proxy.HoldReplies(rng.IntN(2) == 0)
+			proxy.SetRequestLatency(time.Duration(rng.IntN(3)) * time.Millisecond)
+			proxy.SetLatency(time.Duration(rng.IntN(3)) * time.Millisecond)
+			time.Sleep(5 * time.Millisecond)
+		}
+		proxy.HoldRequests(false)
+		proxy.HoldReplies(false)
+		proxy.SetRequestLatency(0)
+		proxy.SetLatency(0)
+	})
+	if !bytes.Equal(got, data) {
+		for i := range got {
+			if got[i] != data[i] {
+				t.Fatalf("the echo differs from the stream from byte %d on", i)
+			}
+		}
+	}
+}
+
+// Lifting a hold does not end a Cut, nor Heal a hold.
+func TestProxy_holdsAndCutAreIndependent(t *testing.T) {
+	proxy, client, _, _ := setup(t)
+	mustPing(t, client)
+	proxy.Cut()
+	proxy.HoldRequests(true)
+	proxy.Heal()
+	if _, err := ping(client); !isTimeout(err) {
+		t.Fatalf("PING after Heal with requests still held: %v, want a timeout", err)
+	}
+	proxy.Cut()
+	proxy.HoldRequests(false)
+	if _, err := ping(newRedis(t, proxy.Addr())); !isTimeout(err) {
+		t.Fatalf("PING after lifting a hold during a Cut: %v, want a timeout", err)
+	}
+	proxy.Heal()
+	mustPing(t, newRedis(t, proxy.Addr()))
 }
