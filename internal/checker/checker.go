@@ -76,14 +76,20 @@ func (c *Checker) Len() int {
 	return len(c.grants)
 }
 
+// Grants returns a copy of the grants recorded so far, in the order they
+// were recorded.
+func (c *Checker) Grants() []Grant {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.grants)
+}
+
 // Violations checks every lock name: grants of different owners must not
 // overlap, and with fencing (any non-zero token) tokens must strictly
 // increase in the order of grant, except between holds of one owner
 // (reentrant holds share the lock and may share a token).
 func (c *Checker) Violations() []Violation {
-	c.mu.Lock()
-	grants := slices.Clone(c.grants)
-	c.mu.Unlock()
+	grants := c.Grants()
 	slices.SortStableFunc(grants, func(a, b Grant) int {
 		if n := strings.Compare(a.Name, b.Name); n != 0 {
 			return n

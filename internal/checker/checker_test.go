@@ -6,6 +6,33 @@ import (
 	"time"
 )
 
+// The token rule is what every chaos mode relies on: fed grants whose token
+// goes down, the checker must fail, however the grants arrive.
+func TestChecker_decreasingTokenFails(t *testing.T) {
+	base := time.Now()
+	c := New()
+	for i, token := range []uint64{1, 2, 3, 10, 11, 7, 12} {
+		c.Record(Grant{Name: "fenced:fenced", Owner: string(rune('a' + i)), Token: token,
+			Acquired: base.Add(time.Duration(i) * 10 * time.Millisecond),
+			Released: base.Add(time.Duration(i)*10*time.Millisecond + 5*time.Millisecond),
+			Until:    base.Add(time.Second)})
+	}
+	err := c.Err()
+	if err == nil {
+		t.Fatal("tokens 1, 2, 3, 10, 11, 7, 12: no error")
+	}
+	violations := c.Violations()
+	if len(violations) != 1 || violations[0].Second.Token != 7 || violations[0].First.Token != 11 {
+		t.Fatalf("violations %v; want one, token 7 after 11", violations)
+	}
+	if !strings.Contains(err.Error(), "fencing token did not increase") {
+		t.Fatalf("Err() = %v", err)
+	}
+	if got := len(c.Grants()); got != 7 {
+		t.Fatalf("Grants() has %d grants, want 7", got)
+	}
+}
+
 func TestChecker(t *testing.T) {
 	base := time.Now()
 	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
@@ -36,6 +63,13 @@ func TestChecker(t *testing.T) {
 		{"tokens increase", []Grant{g("L", "a", 1, 0, 10, 100), g("L", "b", 2, 10, 20, 100), g("L", "a", 5, 20, 30, 100)}, nil},
 		{"token repeated", []Grant{g("L", "a", 3, 0, 10, 100), g("L", "b", 3, 10, 20, 100)}, []string{"fencing token did not increase"}},
 		{"token went back", []Grant{g("L", "a", 7, 0, 10, 100), g("L", "b", 8, 10, 20, 100), g("L", "c", 6, 20, 30, 100)}, []string{"fencing token did not increase"}},
+		{"token went back to the one before", []Grant{g("L", "a", 7, 0, 10, 100), g("L", "b", 8, 10, 20, 100), g("L", "a", 7, 20, 30, 100)}, []string{"fencing token did not increase"}},
+		{"token went back, grants far apart", []Grant{g("L", "a", 9, 0, 10, 20), g("L", "b", 3, 5000, 5010, 5100)}, []string{"fencing token did not increase"}},
+		{"a grant without a token among fenced ones", []Grant{g("L", "a", 4, 0, 10, 100), g("L", "b", 0, 10, 20, 100)}, []string{"fencing token did not increase"}},
+		{"tokens of different names are apart", []Grant{g("L", "a", 9, 0, 10, 100), g("M", "b", 2, 10, 20, 100)}, nil},
+		{"token went back on one name of two", []Grant{
+			g("L", "a", 5, 0, 10, 100), g("M", "a", 5, 0, 10, 100), g("L", "b", 6, 10, 20, 100), g("M", "b", 4, 10, 20, 100),
+		}, []string{"fencing token did not increase"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -194,6 +194,14 @@ func (s *Server) Restart(keepData bool) error {
 	return nil
 }
 
+// SetEnv replaces the extra environment (Config.Env) the server gets the
+// next time it starts, e.g. a libfaketime clock for a restart.
+func (s *Server) SetEnv(env []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cfg.Env = append([]string(nil), env...)
+}
+
 // removeDataFiles deletes the persistence files in Dir, honouring
 // --dbfilename, --appendfilename and --appenddirname overrides in Args.
 func (s *Server) removeDataFiles() error {

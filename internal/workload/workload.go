@@ -1,13 +1,17 @@
 // Package workload is the contention workload of the demo and the chaos
 // suites: workers of several Clients take locks in every mode (plain, fair,
 // fenced, Multi) and do read–sleep–write on a shared record under each,
-// Jepsen's lock-set idea: two holders at once lose an update. Every grant
-// goes to the safety checker. All workers run in one process, so the
-// checker compares times on one monotonic clock.
+// Jepsen's lock-set idea: two holders at once lose an update. Every mode
+// takes its lock WithFencing: each record refuses a token older than one it
+// saw, as a storage system should, and the safety checker, which gets
+// every grant with its token, checks that tokens increase in every mode.
+// All workers run in one process, so the checker compares times on one
+// monotonic clock.
 package workload
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +23,12 @@ import (
 // Mode is how a worker takes its lock.
 type Mode string
 
-// The modes. Each has its own lock names.
+// The modes. Each has its own lock names, and every one is fenced
+// (redlock.WithFencing): Plain is a plain mutex, Fair one WithFair, Multi
+// two mutexes under one Multi lease, whose token is its first part's.
+// Fenced is Plain's twin under a name of its own: fencing was once its
+// alone, and it stays so that the mode list and the lock names stay as
+// they were.
 const (
 	Plain  Mode = "plain"
 	Fair   Mode = "fair"
@@ -99,8 +108,8 @@ func Run(ctx context.Context, cfg Config, stats *Stats) {
 		for range cfg.Workers {
 			client := cfg.Clients[next%len(cfg.Clients)]
 			next++
-			w := &worker{mode: mode, hold: hold, check: cfg.Check, stats: stats, records: records}
-			w.lock = w.locker(client, cfg.Options)
+			w := &worker{mode: mode, hold: hold, check: cfg.Check, stats: stats, records: records,
+				lock: Locker(client, mode, cfg.Options...), names: Names(mode)}
 			wg.Go(func() { w.run(ctx) })
 		}
 	}
@@ -117,20 +126,35 @@ type worker struct {
 	names   []string
 }
 
-func (w *worker) locker(c *redlock.Client, opts []redlock.Option) func(context.Context) (*redlock.Lease, error) {
-	switch w.mode {
+// Locker returns the Lock of mode's lock on c, as the workers take it:
+// opts, then WithFencing (and WithFair in Fair mode), on the names of
+// Names(mode). Checks outside the workload (recovery, negative controls)
+// take the same locks with it.
+func Locker(c *redlock.Client, mode Mode, opts ...redlock.Option) func(context.Context) (*redlock.Lease, error) {
+	opts = append(slices.Clip(opts), redlock.WithFencing())
+	switch mode {
 	case Fair:
-		w.names = []string{"fair"}
 		return c.Mutex("fair", append(opts, redlock.WithFair())...).Lock
 	case Fenced:
-		w.names = []string{"fenced"}
-		return c.Mutex("fenced", append(opts, redlock.WithFencing())...).Lock
+		return c.Mutex("fenced", opts...).Lock
 	case Multi:
-		w.names = []string{"multi-a", "multi-b"}
 		return redlock.Multi(c.Mutex("multi-a", opts...), c.Mutex("multi-b", opts...)).Lock
 	}
-	w.names = []string{"plain"}
 	return c.Mutex("plain", opts...).Lock
+}
+
+// Names are the lock names of mode, and of the records they guard: the
+// checker gets each grant once per name, as "mode:name".
+func Names(mode Mode) []string {
+	switch mode {
+	case Fair:
+		return []string{"fair"}
+	case Fenced:
+		return []string{"fenced"}
+	case Multi:
+		return []string{"multi-a", "multi-b"}
+	}
+	return []string{"plain"}
 }
 
 func (w *worker) run(ctx context.Context) {

@@ -35,7 +35,23 @@ func TestRun_everyModeSafeOnHealthyNodes(t *testing.T) {
 	if stats.LostUpdates.Load() != 0 || stats.Sections.Load() < 100 {
 		t.Fatalf("sections %d, lost updates %d", stats.Sections.Load(), stats.LostUpdates.Load())
 	}
-	t.Logf("%d sections, %d grants checked", stats.Sections.Load(), check.Len())
+	// Every mode is fenced: every grant carries a token, so the checker's
+	// token rule covers every mode.
+	perName := map[string]int{}
+	for _, g := range check.Grants() {
+		if g.Token == 0 {
+			t.Fatalf("grant of %s without a fencing token", g.Name)
+		}
+		perName[g.Name]++
+	}
+	for _, mode := range AllModes {
+		for _, name := range Names(mode) {
+			if perName[string(mode)+":"+name] == 0 {
+				t.Errorf("no grant of %s:%s", mode, name)
+			}
+		}
+	}
+	t.Logf("%d sections, %d grants checked, per name %v", stats.Sections.Load(), check.Len(), perName)
 }
 
 // The lost-update detector must catch two writers working from one read,
@@ -54,5 +70,34 @@ func TestRecord_detectsALostUpdate(t *testing.T) {
 	}
 	if accepted, _ := r.write(4, r.read(), r.read()+1); accepted {
 		t.Fatal("write with an older token accepted")
+	}
+}
+
+// Every mode's lock is fenced, and the names match the records.
+func TestLocker_everyModeFenced(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	c, err := redlock.New(cluster.Clients(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	for _, mode := range AllModes {
+		var last uint64
+		for range 3 {
+			lease, err := Locker(c, mode, redlock.WithTTL(5*time.Second))(t.Context())
+			if err != nil {
+				t.Fatalf("%s: %v", mode, err)
+			}
+			if lease.Token() <= last {
+				t.Errorf("%s: token %d after %d", mode, lease.Token(), last)
+			}
+			last = lease.Token()
+			if err := lease.Unlock(t.Context()); err != nil {
+				t.Fatalf("%s: unlock: %v", mode, err)
+			}
+		}
+		if len(Names(mode)) == 0 {
+			t.Errorf("%s: no names", mode)
+		}
 	}
 }
