@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/redistest"
 )
 
@@ -23,24 +24,49 @@ func BenchmarkLockUnlock(b *testing.B) {
 				b.Fatal(err)
 			}
 			m := c.Mutex("bench")
-			ctx := context.Background()
-			latencies := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for b.Loop() {
-				start := time.Now()
-				lease, err := m.Lock(ctx)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := lease.Unlock(ctx); err != nil {
-					b.Fatal(err)
-				}
-				latencies = append(latencies, time.Since(start))
-			}
-			b.StopTimer()
-			reportPercentiles(b, latencies)
+			lockUnlock(b, m)
 		})
 	}
+}
+
+// BenchmarkLockUnlock_fencing is BenchmarkLockUnlock at N=5 with and
+// without WithFencing, side by side: what a token costs (two rounds after
+// the grant: read the counters, write the token back).
+func BenchmarkLockUnlock_fencing(b *testing.B) {
+	cluster := redistest.Start(b, 5)
+	for _, fencing := range []bool{false, true} {
+		b.Run(fmt.Sprintf("fencing=%v", fencing), func(b *testing.B) {
+			var opts []redlock.Option
+			if fencing {
+				opts = append(opts, redlock.WithFencing())
+			}
+			c, err := newBenchClient(b, cluster, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			m := c.Mutex("bench-fencing")
+			lockUnlock(b, m)
+		})
+	}
+}
+
+// lockUnlock runs Lock+Unlock of m b.N times, reporting p50 and p99.
+func lockUnlock(b *testing.B, m *redlock.Mutex) {
+	ctx := context.Background()
+	latencies := make([]time.Duration, 0, b.N)
+	for b.Loop() {
+		start := time.Now()
+		lease, err := m.Lock(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := lease.Unlock(ctx); err != nil {
+			b.Fatal(err)
+		}
+		latencies = append(latencies, time.Since(start))
+	}
+	b.StopTimer()
+	reportPercentiles(b, latencies)
 }
 
 func reportPercentiles(b *testing.B, latencies []time.Duration) {

@@ -46,10 +46,3 @@ func (e *NodeError) Error() string {
 }
 
 func (e *NodeError) Unwrap() error { return e.Err }
-
-// noQuorum builds the ErrNoQuorum error of a round: how many nodes agreed,
-// how many were needed, and every node's failure.
-func noQuorum(votes, need int, nodeErrs []error) error {
-	head := fmt.Errorf("%w: %d of %d needed nodes", ErrNoQuorum, votes, need)
-	return errors.Join(append([]error{head}, nodeErrs...)...)
-}

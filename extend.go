@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -38,10 +37,13 @@ func (l *Lease) Extend(ctx context.Context) error {
 	m, c := l.mutex, l.mutex.client
 	need := m.settings.quorumOf(len(c.nodes))
 	start := time.Now()
-	batch := []node.Renewal{{Key: m.keys.lock, Owner: l.owner, Hold: l.hold, TTL: m.settings.ttl}}
+	batch := []node.Renewal{{Keys: m.keys.node(), Owner: l.owner, Hold: l.hold, TTL: m.settings.ttl}}
 	round := quorum.Start(ctx, m.settings.roundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Renewed] {
 			renewed, err := c.nodes[i].Renew(ctx, batch)
+			if err != nil && !node.Answered(err) {
+				l.unsettle(i) // the renewal may still run there, after a release
+			}
 			switch {
 			case err != nil:
 				return quorum.Reply[node.Renewed]{Vote: quorum.Failed, Err: err}
@@ -65,15 +67,17 @@ func (l *Lease) Extend(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	refused, nodeErrs := refusalsAndErrorsOf(m, tally.Replies)
-	if refused > len(tally.Replies)-need {
-		return errors.Join(append([]error{fmt.Errorf("%w: another owner holds it on %d of %d nodes",
-			ErrNotHeld, refused, len(tally.Replies))}, nodeErrs...)...)
+	v := verdictOf(m, tally.Replies, need)
+	switch {
+	case v.yes >= need:
+		// A quorum renewed, but only after the validity window ended.
+		return fmt.Errorf("%w: the renewal outlasted the validity window", ErrLost)
+	case ctx.Err() != nil && !v.outOfReach():
+		return v.with(context.Cause(ctx))
 	}
-	if ctx.Err() != nil {
-		return errors.Join(append([]error{context.Cause(ctx)}, nodeErrs...)...)
-	}
-	return noQuorum(tally.Yes, need, nodeErrs)
+	return v.err(func(v verdict) error {
+		return fmt.Errorf("%w: another owner holds it on %d of %d nodes", ErrNotHeld, v.refused, v.n)
+	})
 }
 
 // renewed moves the validity window after a quorum renewal of a round that

@@ -168,3 +168,44 @@ func TestFair_reentrantAndTryLock(t *testing.T) {
 	mustUnlock(t, outer)
 	waitFor(t, time.Second, "no keys left", func() bool { return cluster.KeyCount(t) == 0 })
 }
+
+// Tickets are in the nodes' time: a waiter whose process clock is 5 s
+// behind, arriving second, is still served second (with the process's own
+// clock its ticket would be the smaller one).
+func TestFair_ticketsInTheNodesTime(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := testContext(t)
+	holderClient := newClient(t, cluster, redlock.WithFair())
+	onTime := newClient(t, cluster, redlock.WithFair())
+	behind := newClient(t, cluster, redlock.WithFair())
+	redlock.SetLocalClock(behind, func() time.Time { return time.Now().Add(-5 * time.Second) })
+
+	holder := mustLock(t, ctx, holderClient.Mutex("order"))
+	served := make(chan string, 2)
+	lockAs := func(c *redlock.Client, who string) {
+		lease, err := c.Mutex("order").Lock(ctx)
+		if err != nil {
+			t.Errorf("%s: %v", who, err)
+			served <- who
+			return
+		}
+		served <- who
+		_ = lease.Unlock(context.Background())
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { lockAs(onTime, "first to arrive") })
+	waitFor(t, 2*time.Second, "the first waiter to queue", func() bool {
+		n, _ := cluster.Admin(t, 0).ZCard(ctx, "redlock:{order}:queue").Result()
+		return n == 1
+	})
+	wg.Go(func() { lockAs(behind, "second to arrive, clock behind") })
+	waitFor(t, 2*time.Second, "the second waiter to queue", func() bool {
+		n, _ := cluster.Admin(t, 0).ZCard(ctx, "redlock:{order}:queue").Result()
+		return n == 2
+	})
+	mustUnlock(t, holder)
+	wg.Wait()
+	if first := <-served; first != "first to arrive" {
+		t.Fatalf("served first: %s", first)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -31,9 +32,10 @@ type Lease struct {
 
 	gateOnce sync.Once // the lease leaves its Client's gate once, at release or loss
 
-	// queued is done once every acquire call of the winning round is in
-	// its node's queue; the release waits for it (see Mutex.attempt).
-	queued *sync.WaitGroup
+	// order is the winning round's: the release waits until every acquire
+	// call of that round has its place in its node's queue, so that it runs
+	// after them (see Mutex.attempt).
+	order *node.Order
 
 	// A Multi lease has parts and no mutex of its own; stops end its
 	// watch on the parts' contexts.
@@ -45,9 +47,14 @@ type Lease struct {
 	err      error       // nil while held; ErrLost, ErrReleased or ErrClosed after
 	released bool        // Unlock or Close started: late grants must be undone
 	expiry   *time.Timer // fires at until: the lease is lost unless renewed
+	// unsure[i]: a call of this lease to node i (acquire or renewal) failed
+	// without an answer, so it may still run there after the release: the
+	// release leaves a tombstone there. (A call still in flight needs none:
+	// the release is queued behind it, and lateAcquire sees it fail.)
+	unsure []bool
 }
 
-func newLease(parent context.Context, m *Mutex, owner, hold string, start, until time.Time, tally quorum.Tally[node.Acquired]) *Lease {
+func newLease(parent context.Context, m *Mutex, owner, hold string, start, until time.Time) *Lease {
 	ctx, cancel := context.WithCancelCause(reentrant.WithOwner(context.WithoutCancel(parent), owner))
 	l := &Lease{
 		mutex:    m,
@@ -57,6 +64,7 @@ func newLease(parent context.Context, m *Mutex, owner, hold string, start, until
 		ctx:      ctx,
 		cancel:   cancel,
 		until:    until,
+		unsure:   make([]bool, len(m.client.nodes)),
 	}
 	// Under mu: the timer may fire before AfterFunc returns.
 	l.mu.Lock()
@@ -164,14 +172,20 @@ func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 	m, c := l.mutex, l.mutex.client
 	need := m.settings.quorumOf(len(c.nodes))
 	started := time.Now()
-	if l.queued != nil {
-		l.queued.Wait() // microseconds: the calls are queued, not answered
+	if l.order != nil {
+		l.order.Wait() // microseconds: the calls are queued, not answered
 	}
 	var headMu sync.Mutex
 	head := "" // fair: the new head some node named
+	l.mu.Lock()
+	unsure := slices.Clone(l.unsure)
+	l.mu.Unlock()
 	round := quorum.Start(context.WithoutCancel(ctx), m.settings.roundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Released] {
-			released, named, err := m.releaseNamingHead(ctx, i, l.owner, l.hold)
+			released, named, err := m.releaseNamingHead(ctx, i, l.owner, l.hold, unsure[i])
+			if err != nil && !node.Answered(err) {
+				c.sweeper.add(m, i, l.owner, l.hold)
+			}
 			if named != "" {
 				headMu.Lock()
 				head = named
@@ -205,42 +219,54 @@ func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 }
 
 func (l *Lease) releaseResult(tally quorum.Tally[node.Released], need int) error {
-	if tally.Yes >= need {
-		return nil
-	}
-	refused, nodeErrs := refusalsAndErrorsOf(l.mutex, tally.Replies)
-	if refused > len(tally.Replies)-need {
-		return errors.Join(append([]error{fmt.Errorf("%w: hold found on %d of %d nodes",
-			ErrNotHeld, tally.Yes, len(tally.Replies))}, nodeErrs...)...)
-	}
-	return noQuorum(tally.Yes, need, nodeErrs)
+	return verdictOf(l.mutex, tally.Replies, need).err(func(v verdict) error {
+		return fmt.Errorf("%w: hold found on %d of %d nodes", ErrNotHeld, v.yes, v.n)
+	})
 }
 
 func (l *Lease) leaveGate() {
 	l.gateOnce.Do(func() { l.mutex.client.gates.leave(l.mutex.keys.lock) })
 }
 
+// settle records which nodes failed the winning round's acquire.
+func (l *Lease) settle(granted quorum.Tally[node.Acquired]) {
+	for i, reply := range granted.Replies {
+		if reply.Vote == quorum.Failed {
+			l.unsettle(i)
+		}
+	}
+}
+
+// unsettle records that a call of this lease to node i failed without an
+// answer: it may still run there, after the release.
+func (l *Lease) unsettle(i int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.unsure[i] = true
+}
+
 // lateAcquire receives the answers of acquire calls that arrived after
 // Lock returned: one whose fate is unknown is released again once the
 // lease is gone.
 func (l *Lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
-	if reply.Vote != quorum.Yes && l.mutex.settings.fair {
-		// Refused late: the node queued us; we hold the lock, so leave.
-		l.mutex.leaveQueue(context.Background(), []int{i}, l.owner)
+	if reply.Vote != quorum.Yes {
+		// Refused late: a fair node queued us; we hold the lock, so leave.
+		l.mutex.mode.dequeue(context.Background(), []int{i}, l.owner)
 	}
-	if reply.Vote != quorum.Failed {
-		// Granted or refused: Unlock's release goes to every node and is
-		// queued after this call (see queued), so it runs after it.
-		return
-	}
-	// Unknown (timed out): the call may still run after a release sent on
-	// a fresh connection; release again once the lease is gone, which is
-	// harmless if it never ran.
 	l.mu.Lock()
+	// Granted or refused: Unlock's release goes to every node and is
+	// queued after this call (see order), so it runs after it. Unknown
+	// (timed out): the call may still run after a release sent on a fresh
+	// connection, so the release leaves a tombstone there.
+	if reply.Vote == quorum.Failed {
+		l.unsure[i] = true
+	}
 	released := l.released
 	l.mu.Unlock()
-	if released {
-		l.mutex.releaseNode(context.Background(), i, l.owner, l.hold)
+	if released && reply.Vote == quorum.Failed {
+		// The release already went out, maybe before this node had a
+		// tombstone to refuse the acquire with: release once more.
+		l.mutex.releaseNode(context.Background(), i, l.owner, l.hold, true)
 	}
 }
 

@@ -54,19 +54,30 @@ func Multi(mutexes ...*Mutex) *MultiMutex {
 }
 
 // Lock takes every mutex, waiting for each in turn, and returns one Lease
-// for all. On any failure it releases what it took and returns the error.
-// The lease is lost as soon as any part is lost.
+// for all, valid until the earliest Until of its parts. On any failure it
+// releases what it took and returns the error. The lease is lost as soon as
+// any part is lost.
+//
+// A part taken early may run out while Lock waits for a later one (a part
+// without the watchdog whose TTL is shorter than that wait, or one whose
+// renewal failed). Lock never returns such a lease: it releases every part
+// it took and starts over from the first, until it holds all of them valid
+// at once or ctx ends. Each new round may wait for every part again, and
+// the parts it released may go to other waiters meanwhile; with the
+// watchdog off, give each part a TTL longer than the waits for the parts
+// after it, or Lock may go round until ctx ends.
 func (mm *MultiMutex) Lock(ctx context.Context) (*Lease, error) {
-	return mm.acquire(ctx, (*Mutex).Lock)
+	return mm.acquire(ctx, (*Mutex).Lock, true)
 }
 
 // TryLock makes one attempt at each mutex and gives everything back when
-// one fails.
+// one fails, or when a part's validity ran out before the last part was
+// taken (the error matches ErrNotAcquired and names that part).
 func (mm *MultiMutex) TryLock(ctx context.Context) (*Lease, error) {
-	return mm.acquire(ctx, (*Mutex).TryLock)
+	return mm.acquire(ctx, (*Mutex).TryLock, false)
 }
 
-func (mm *MultiMutex) acquire(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) (*Lease, error) {
+func (mm *MultiMutex) acquire(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error), again bool) (*Lease, error) {
 	if mm.err != nil {
 		return nil, mm.err
 	}
@@ -80,18 +91,65 @@ func (mm *MultiMutex) acquire(ctx context.Context, take func(*Mutex, context.Con
 		owner = reentrant.NewID()
 		ctx = reentrant.WithOwner(ctx, owner)
 	}
+	for {
+		parts, err := mm.takeAll(ctx, take)
+		if err == nil {
+			return newMultiLease(ctx, owner, parts), nil
+		}
+		if !again || !errors.Is(err, errPartRanOut) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, gaveUp(ctx, err)
+		}
+	}
+}
+
+// errPartRanOut marks a round of takeAll that failed because a part taken
+// earlier was no longer valid: Lock starts over after it.
+var errPartRanOut = errors.New("validity ran out")
+
+// takeAll takes every part in lock order. After each one it checks that
+// every part taken so far is still valid: waiting for the next part is
+// pointless once an earlier one ran out, and a lease returned must be
+// valid now. On failure it releases every part it took.
+func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) ([]*Lease, error) {
 	parts := make([]*Lease, 0, len(mm.parts))
+	releaseAll := func() {
+		for _, taken := range slices.Backward(parts) {
+			_ = taken.release(context.WithoutCancel(ctx), ErrReleased, true)
+		}
+	}
 	for _, m := range mm.parts {
 		lease, err := take(m, ctx)
 		if err != nil {
-			for _, taken := range slices.Backward(parts) {
-				_ = taken.release(context.WithoutCancel(ctx), ErrReleased, true)
-			}
+			releaseAll()
 			return nil, fmt.Errorf("redlock: Multi: %s: %w", m.name, err)
 		}
 		parts = append(parts, lease)
+		if err := ranOut(parts, m.name); err != nil {
+			releaseAll()
+			return nil, err
+		}
 	}
-	return newMultiLease(ctx, owner, parts), nil
+	return parts, nil
+}
+
+// ranOut reports the first of parts that is no longer valid now that the
+// part last was taken.
+func ranOut(parts []*Lease, last string) error {
+	now := time.Now()
+	for _, part := range parts {
+		if until := part.Until(); !now.Before(until) {
+			return fmt.Errorf("redlock: Multi: %s: %w: %w %v before %s was taken",
+				part.mutex.name, ErrNotAcquired, errPartRanOut, now.Sub(until).Round(time.Millisecond), last)
+		}
+		if err := part.Err(); err != nil {
+			return fmt.Errorf("redlock: Multi: %s: %w: %w (%v) before %s was taken",
+				part.mutex.name, ErrNotAcquired, errPartRanOut, err, last)
+		}
+	}
+	return nil
 }
 
 // newMultiLease joins parts into one lease whose Context ends when any

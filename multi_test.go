@@ -3,11 +3,13 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 func TestMulti_onePartHeldElsewhere(t *testing.T) {
@@ -106,4 +108,98 @@ func TestQuorum_everyNodeRequired(t *testing.T) {
 	}
 	// Any 4 of 5 still locks with WithQuorum(4).
 	mustUnlock(t, mustLock(t, ctx, c.Mutex("all", redlock.WithQuorum(4))))
+}
+
+// The first part's validity runs out while Lock waits for the second: Lock
+// must not return that lease, but take the parts again.
+func TestMulti_lockOutlivingAPartTakesItAgain(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := testContext(t)
+	opts := []redlock.Option{redlock.WithWatchdog(false), redlock.WithTTL(300 * time.Millisecond)}
+	c := newClient(t, cluster, opts...)
+	blocker := mustLock(t, ctx, newClient(t, cluster).Mutex("b"))
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(800 * time.Millisecond) // well past a's TTL
+		_ = blocker.Unlock(context.Background())
+	}()
+	t.Cleanup(func() { <-released })
+	lease, err := redlock.Multi(c.Mutex("a"), c.Mutex("b")).Lock(ctx)
+	returned := time.Now()
+	if err != nil {
+		t.Fatalf("Lock: %v", err)
+	}
+	defer func() { _ = lease.Unlock(context.Background()) }()
+	if until := lease.Until(); !until.After(returned) || lease.Err() != nil {
+		t.Fatalf("Lock returned a lease valid until %v, %v before it returned (Err() = %v)",
+			until.Format("15:04:05.000"), returned.Sub(until), lease.Err())
+	}
+	for _, name := range []string{"a", "b"} {
+		if _, err := newClient(t, cluster).Mutex(name).TryLock(ctx); !errors.Is(err, redlock.ErrNotAcquired) {
+			t.Fatalf("%s not held by the Multi lease: %v", name, err)
+		}
+	}
+}
+
+// slowNode delays every command by delay.
+type slowNode struct{ delay time.Duration }
+
+func (s slowNode) sleep(ctx context.Context) error {
+	timer := time.NewTimer(s.delay)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (s slowNode) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (s slowNode) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := s.sleep(ctx); err != nil {
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+func (s slowNode) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if err := s.sleep(ctx); err != nil {
+			return err
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// The first part's validity runs out while TryLock takes the second (on
+// slow nodes): TryLock gives everything back and says which part ran out.
+func TestMulti_tryLockOutlivingAPartFails(t *testing.T) {
+	fast, slow := redistest.Start(t, 3), redistest.Start(t, 3)
+	ctx := testContext(t)
+	a := newClient(t, fast, redlock.WithWatchdog(false), redlock.WithTTL(50*time.Millisecond))
+	slowClients := slow.Clients(t)
+	for _, client := range slowClients {
+		client.AddHook(slowNode{delay: 200 * time.Millisecond})
+	}
+	b, err := redlock.New(slowClients, redlock.WithNodeTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	lease, err := redlock.Multi(a.Mutex("a"), b.Mutex("b")).TryLock(ctx)
+	if err == nil {
+		returned, leaseErr := time.Now(), lease.Err()
+		_ = lease.Unlock(context.Background())
+		t.Fatalf("TryLock returned a lease valid until %v, %v before it returned (Err() = %v)",
+			lease.Until().Format("15:04:05.000"), returned.Sub(lease.Until()), leaseErr)
+	}
+	if msg := err.Error(); !errors.Is(err, redlock.ErrNotAcquired) ||
+		!strings.Contains(msg, "Multi: a:") || !strings.Contains(msg, "validity ran out") {
+		t.Fatalf("TryLock: %v; want ErrNotAcquired saying part a's validity ran out", err)
+	}
+	t.Log(err)
+	waitFor(t, 5*time.Second, "no keys left", func() bool { return fast.KeyCount(t)+slow.KeyCount(t) == 0 })
 }

@@ -30,6 +30,28 @@ const (
 	DefaultQueueTimeout = 5 * time.Second
 )
 
+// Bounds. Every option value outside them makes New return ErrConfig, or
+// makes the Mutex's Lock and TryLock return it.
+const (
+	// MaxTTL is the longest TTL WithTTL accepts: a year. No lock needs to
+	// outlive its holder longer, and the bound keeps every computation on a
+	// TTL far from overflow: the round-up to whole milliseconds for PEXPIRE
+	// (time.Duration ends near 292 years), TTL*driftFactor in float64,
+	// time.Time arithmetic on Until, the Lua doubles that carry it (exact
+	// up to 2^53 ms, some 285,000 years) and Redis adding it to its
+	// millisecond clock.
+	MaxTTL = 365 * 24 * time.Hour
+	// MaxTimeout is the longest node timeout (WithNodeTimeout) and queue
+	// timeout (WithQueueTimeout) accepted, MaxTTL for the same reasons: the
+	// queue timeout goes to the nodes in milliseconds and the fair-mode
+	// script adds it to the node's clock and doubles it.
+	MaxTimeout = MaxTTL
+	// maxDriftFactor bounds the drift factor: from one half up, the drift
+	// allowance would take half the TTL or more, leaving a validity window
+	// under half of it. Clocks that far apart are a fault, not drift.
+	maxDriftFactor = 0.5
+)
+
 // Option configures a Client (given to New or Dial) or one Mutex (given to
 // Client.Mutex). An invalid option makes New return ErrConfig, or makes the
 // Mutex's Lock and TryLock return it.
@@ -84,23 +106,26 @@ func (s settings) quorumOf(n int) int {
 
 // validate checks the settings for n nodes.
 func (s settings) validate(n int) error {
+	// The ranges are written so that NaN fails them: every comparison with
+	// NaN is false.
 	switch {
-	case s.ttl <= 0:
-		return fmt.Errorf("%w: TTL must be positive, got %v", ErrConfig, s.ttl)
-	case s.driftFactor < 0 || s.driftFactor >= 1:
-		return fmt.Errorf("%w: drift factor must be in [0, 1), got %v", ErrConfig, s.driftFactor)
+	case !(s.ttl > 0 && s.ttl <= MaxTTL):
+		return fmt.Errorf("%w: TTL must be in (0, %v], got %v", ErrConfig, MaxTTL, s.ttl)
+	case !(s.driftFactor >= 0 && s.driftFactor < maxDriftFactor):
+		return fmt.Errorf("%w: drift factor must be in [0, %v), got %v", ErrConfig, maxDriftFactor, s.driftFactor)
 	case validity(s.ttl, 0, s.driftFactor) <= 0:
 		return fmt.Errorf("%w: TTL %v leaves no validity window after the drift allowance %v",
 			ErrConfig, s.ttl, driftAllowance(s.ttl, s.driftFactor))
-	case s.nodeTimeout <= 0:
-		return fmt.Errorf("%w: node timeout must be positive, got %v", ErrConfig, s.nodeTimeout)
+	case !(s.nodeTimeout > 0 && s.nodeTimeout <= MaxTimeout):
+		return fmt.Errorf("%w: node timeout must be in (0, %v], got %v", ErrConfig, MaxTimeout, s.nodeTimeout)
+	case !(s.queueTimeout > 0 && s.queueTimeout <= MaxTimeout):
+		// Checked without WithFair too: a Mutex may turn it on.
+		return fmt.Errorf("%w: queue timeout must be in (0, %v], got %v", ErrConfig, MaxTimeout, s.queueTimeout)
 	case s.quorum < 0 || s.quorum > n:
 		return fmt.Errorf("%w: quorum %d out of range 1..%d", ErrConfig, s.quorum, n)
 	case s.quorum != 0 && s.quorum <= n/2:
 		return fmt.Errorf("%w: quorum %d of %d nodes is not a majority: two owners could hold the lock at once",
 			ErrConfig, s.quorum, n)
-	case s.fair && s.queueTimeout <= 0:
-		return fmt.Errorf("%w: queue timeout must be positive, got %v", ErrConfig, s.queueTimeout)
 	case s.logger == nil:
 		return fmt.Errorf("%w: nil logger", ErrConfig)
 	}
@@ -108,7 +133,7 @@ func (s settings) validate(n int) error {
 }
 
 // WithTTL sets how long a lease lives on the nodes without renewal
-// (default DefaultTTL). It must be positive and longer than its drift
+// (default DefaultTTL). It must be in (0, MaxTTL] and longer than its drift
 // allowance (TTL*driftFactor + 2ms).
 func WithTTL(ttl time.Duration) Option { return func(s *settings) { s.ttl = ttl } }
 
@@ -129,13 +154,16 @@ func WithQuorum(k int) Option {
 }
 
 // WithDriftFactor sets the fraction of the TTL set aside for node clocks
-// running fast (default DefaultDriftFactor), in [0, 1).
+// running fast (default DefaultDriftFactor), in [0, 0.5): a lease's
+// validity window is the TTL less this share and 2ms, so never under half
+// the TTL but for those 2ms.
 func WithDriftFactor(factor float64) Option { return func(s *settings) { s.driftFactor = factor } }
 
-// WithNodeTimeout bounds each call to one node (default DefaultNodeTimeout).
-// go-redis honours it for clients made with ContextTimeoutEnabled (Dial does
-// so); with other clients a round still returns on time, but a stuck call
-// runs on until the client's own ReadTimeout.
+// WithNodeTimeout bounds each call to one node (default DefaultNodeTimeout,
+// in (0, MaxTimeout]). go-redis honours it for clients made with
+// ContextTimeoutEnabled (Dial does so); with other clients a round still
+// returns on time, but a stuck call runs on until the client's own
+// ReadTimeout.
 func WithNodeTimeout(d time.Duration) Option { return func(s *settings) { s.nodeTimeout = d } }
 
 // WithRetry sets the backoff Lock waits between attempts when no release
@@ -150,12 +178,18 @@ func WithRetry(newBackOff func() backoff.BackOff) Option {
 func WithFair() Option { return func(s *settings) { s.fair = true } }
 
 // WithQueueTimeout sets how long a fair-mode waiter keeps its place without
-// a heartbeat (default DefaultQueueTimeout): a crashed waiter delays the
-// queue by at most this much.
+// a heartbeat (default DefaultQueueTimeout), in (0, MaxTimeout]: a crashed
+// waiter delays the queue by at most this much.
 func WithQueueTimeout(d time.Duration) Option { return func(s *settings) { s.queueTimeout = d } }
 
-// WithFencing makes every grant carry a fencing token (Lease.Token) that is
-// strictly increasing per lock name.
+// WithFencing makes every grant carry a fencing token (Lease.Token): when
+// one lease ended (Until passed, or Unlock began) before another was
+// granted, the later token is greater. It costs two round trips per grant,
+// after the lock is granted: one reads the nodes' counters and clocks, one
+// writes the token back to a quorum before Lock returns. Tokens are about
+// the nodes' clocks in microseconds, so that they keep increasing when
+// nodes restart empty after the TTL (see fencing.go and the README for the
+// exact assumptions).
 func WithFencing() Option { return func(s *settings) { s.fencing = true } }
 
 // WithKeyPrefix sets the prefix of every key and channel (default

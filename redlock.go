@@ -9,9 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/fair"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/pubsub"
 	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/errgroup"
 )
 
 // Client grants locks over a fixed set of independent Redis nodes. It is
@@ -24,8 +26,10 @@ type Client struct {
 	hub      *pubsub.Hub             // release notices → waiter wake-ups
 	gates    gates                   // local queue per lock: one contender per Client
 	health   *health                 // which nodes answer: picks the lead node
-	tickets  tickets                 // fair-mode queue positions
+	tickets  fair.Tickets            // fair-mode queue positions
+	clock    fair.Clock              // the nodes' time, for tickets
 	watchdog *watchdog               // renews every lease with the watchdog on
+	sweeper  *sweeper                // releases that nodes did not answer, tried again
 
 	// background tracks every goroutine the Client starts (stragglers of a
 	// round, deferred releases); Close waits for all of them.
@@ -64,6 +68,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	c.hub = pubsub.New(nodes, defaults.nodeTimeout)
 	c.health = newHealth(len(nodes))
 	c.watchdog = newWatchdog(c)
+	c.sweeper = newSweeper(c)
 	return c, nil
 }
 
@@ -101,6 +106,10 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 		// dead node must fail its call at once, not after go-redis's
 		// dial backoff has eaten the node timeout.
 		options.DialerRetries = 1
+		// No command retries either: a retried acquire is a second copy
+		// on another connection, and the first may still arrive after the
+		// release (see release.lua's tombstones); the lock retries itself.
+		options.MaxRetries = -1
 		if timeout > 0 {
 			options.DialTimeout = timeout
 			options.ReadTimeout = timeout
@@ -116,6 +125,11 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 	c.owned = clients
 	return c, nil
 }
+
+// closeParallelism bounds how many leases Close releases at once: each
+// release is one call per node, and a Client with thousands of leases
+// should not open thousands of goroutines and connections at Close.
+const closeParallelism = 64
 
 // Close releases every lease the Client still holds (each bounded by the
 // node timeout, best effort: a lease that cannot be released expires at its
@@ -140,11 +154,15 @@ func (c *Client) Close() error {
 	}
 	c.mu.Unlock()
 
-	var releases sync.WaitGroup
+	var releases errgroup.Group
+	releases.SetLimit(closeParallelism)
 	for _, lease := range leases {
-		releases.Go(func() { _ = lease.release(context.Background(), ErrClosed, true) })
+		releases.Go(func() error {
+			_ = lease.release(context.Background(), ErrClosed, true) // best effort: the rest expires at its TTL
+			return nil
+		})
 	}
-	releases.Wait()
+	_ = releases.Wait()
 	c.watchdog.close()
 	c.hub.Close()
 	c.background.Wait()
@@ -171,6 +189,7 @@ func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 		m.err = fmt.Errorf("%w: empty lock name", ErrConfig)
 	}
 	m.keys = keysFor(m.settings.keyPrefix, name)
+	m.mode = newMode(m)
 	return m
 }
 
@@ -229,17 +248,18 @@ func (c *Client) nodeError(s *settings, index int, err error) *NodeError {
 // keys are the Redis names of one lock. The name sits in a hash tag so that
 // every key of a lock lands in one Redis Cluster slot.
 type keys struct {
-	lock, fence, queue, alive, channel string
+	lock, gone, fence, queue, alive, channel string
 }
 
-func (k keys) fair() node.FairKeys {
-	return node.FairKeys{Lock: k.lock, Fence: k.fence, Queue: k.queue, Alive: k.alive}
+func (k keys) node() node.Keys {
+	return node.Keys{Lock: k.lock, Gone: k.gone, Fence: k.fence, Queue: k.queue, Alive: k.alive}
 }
 
 func keysFor(prefix, name string) keys {
 	base := prefix + "{" + name + "}"
 	return keys{
 		lock:    base,
+		gone:    base + ":gone",
 		fence:   base + ":fence",
 		queue:   base + ":queue",
 		alive:   base + ":alive",

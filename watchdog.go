@@ -185,7 +185,7 @@ func (w *watchdog) renew(batch []*Lease) {
 	timeout := time.Duration(0)
 	for i, l := range leases {
 		s := &l.mutex.settings
-		items[i] = node.Renewal{Key: l.mutex.keys.lock, Owner: l.owner, Hold: l.hold, TTL: s.ttl}
+		items[i] = node.Renewal{Keys: l.mutex.keys.node(), Owner: l.owner, Hold: l.hold, TTL: s.ttl}
 		need = max(need, s.quorumOf(len(c.nodes)))
 		timeout = max(timeout, s.nodeTimeout)
 	}
@@ -193,6 +193,11 @@ func (w *watchdog) renew(batch []*Lease) {
 	round := quorum.Start(w.ctx, timeout, len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[[]node.Renewed] {
 			renewed, err := c.nodes[i].Renew(ctx, items)
+			if err != nil && !node.Answered(err) {
+				for _, l := range leases {
+					l.unsettle(i) // the renewal may still run there, after a release
+				}
+			}
 			if err != nil {
 				return quorum.Reply[[]node.Renewed]{Vote: quorum.Failed, Err: err}
 			}
@@ -244,7 +249,7 @@ func (w *watchdog) settle(leases []*Lease, decided []bool, tally quorum.Tally[[]
 			decided[i] = true
 			if len(nodeErrs) > 0 {
 				s.logger.Warn("redlock: renewal missed its quorum", "lock", l.mutex.name,
-					"renewed", refreshed, "need", need, "err", noQuorum(refreshed, need, nodeErrs))
+					"renewed", refreshed, "need", need, "err", verdict{yes: refreshed, need: need, n: n, nodeErrs: nodeErrs}.err(nil))
 			}
 			w.reschedule(l, time.Now().Add(max(s.ttl/renewRetryDivisor, time.Millisecond)))
 		}

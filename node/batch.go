@@ -37,17 +37,16 @@ type pending struct {
 	done   chan struct{}
 }
 
-// run sends the script call and waits for its reply or ctx.
-func (b *batcher) run(ctx context.Context, script *luaScript, keys []string, args ...any) *redis.Cmd {
+// run sends the script call and waits for its reply or ctx; order (may be
+// nil) learns when the call has its place in the queue.
+func (b *batcher) run(ctx context.Context, order *Order, script *luaScript, keys []string, args ...any) *redis.Cmd {
 	p := &pending{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
 	lead := !b.running
 	b.running = true
 	b.mu.Unlock()
-	if queued, ok := ctx.Value(queuedKey{}).(func()); ok {
-		queued()
-	}
+	order.placed()
 	if lead {
 		// Send what is queued now (this call, and any that raced in), then
 		// leave the rest to a flusher so that this caller returns promptly.
@@ -185,15 +184,6 @@ func batchContext(batch []*pending) (context.Context, context.CancelFunc) {
 		}
 	}
 	return context.WithDeadline(context.Background(), latest)
-}
-
-type queuedKey struct{}
-
-// WithQueued returns a ctx that makes a node call run queued once the call
-// has its place in the node's queue: calls to one node run in the order
-// they were queued, so a call queued after queued ran runs after it.
-func WithQueued(ctx context.Context, queued func()) context.Context {
-	return context.WithValue(ctx, queuedKey{}, queued)
 }
 
 // wait returns once no flusher is running.

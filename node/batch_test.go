@@ -47,7 +47,7 @@ func TestBatcher_concurrentCallsShareRoundTrips(t *testing.T) {
 	var granted atomic.Int64
 	for i := range callers {
 		wg.Go(func() {
-			got, err := n.Acquire(ctx, fmt.Sprintf("k%d", i), "f", "o", "h", time.Second, false)
+			got, err := n.Acquire(ctx, nil, keysOf(fmt.Sprintf("k%d", i)), "o", "h", time.Second)
 			if err != nil {
 				t.Errorf("caller %d: %v", i, err)
 				return
@@ -82,7 +82,7 @@ func TestBatcher_callerStopsWaitingAtItsDeadline(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err := n.Acquire(ctx, "k", "f", "o", "h", time.Second, false)
+	_, err := n.Acquire(ctx, nil, keysOf("k"), "o", "h", time.Second)
 	if err == nil || time.Since(start) > 400*time.Millisecond {
 		t.Fatalf("call to a paused node: %v after %v; want an error at about the deadline", err, time.Since(start))
 	}
@@ -100,8 +100,8 @@ func TestBatcher_keepsOrderAcrossAFlushedCache(t *testing.T) {
 	}()
 	ctx := context.Background()
 	admin := cluster.Admin(t, 0)
-	renewal := []node.Renewal{{Key: "k", Owner: "o", Hold: "h", TTL: 30 * time.Second}}
-	if _, err := n.Acquire(ctx, "k", "f", "o", "h", 30*time.Second, false); err != nil {
+	renewal := []node.Renewal{{Keys: keysOf("k"), Owner: "o", Hold: "h", TTL: 30 * time.Second}}
+	if _, err := n.Acquire(ctx, nil, keysOf("k"), "o", "h", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := n.Renew(ctx, renewal); err != nil { // the batcher now believes both scripts cached
@@ -114,13 +114,13 @@ func TestBatcher_keepsOrderAcrossAFlushedCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = n.Acquire(ctx, "other", "f", "o2", "h2", time.Second, false) }) // in flight
+	wg.Go(func() { _, _ = n.Acquire(ctx, nil, keysOf("other"), "o2", "h2", time.Second) }) // in flight
 	time.Sleep(50 * time.Millisecond)
 	wg.Go(func() { _, _ = n.Renew(ctx, renewal) })
 	time.Sleep(50 * time.Millisecond)
 	var released node.Released
 	var releaseErr error
-	wg.Go(func() { released, releaseErr = n.Release(ctx, "k", "c", "o", "h") })
+	wg.Go(func() { released, releaseErr = n.Release(ctx, keysOf("k"), "c", "o", "h", 0) })
 	time.Sleep(50 * time.Millisecond)
 	if err := cluster.Nodes[0].Resume(); err != nil {
 		t.Fatal(err)

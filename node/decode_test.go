@@ -11,8 +11,10 @@ func TestDecodeAcquired_rejectsWrongShapes(t *testing.T) {
 		nil,
 		{},
 		{int64(1)},
-		{int64(1), int64(2)},
+		{int64(1), int64(0)},
 		{int64(0)},
+		{int64(3)},
+		{int64(0), int64(-3), "abc"},
 		{int64(2), int64(1), int64(1)},
 		{"1", int64(1), int64(0)},
 		{int64(1), "x", int64(0)},
@@ -27,6 +29,9 @@ func TestDecodeAcquired_rejectsWrongShapes(t *testing.T) {
 			t.Fatalf("decodeAcquired(%v) = %v, want ErrBadReply", reply, err)
 		}
 	}
+	if got, err := decodeAcquired([]any{int64(2)}); err != nil || got.Granted || !got.Revoked {
+		t.Fatalf("revoked hold = %+v, %v", got, err)
+	}
 	good, err := decodeAcquired([]any{int64(0), int64(-1), "f00d"})
 	if err != nil || good.Granted || good.PTTL != -1 || good.Holder != "f00d" {
 		t.Fatalf("refusal without expiry = %+v, %v", good, err)
@@ -40,5 +45,32 @@ func TestMilliseconds_roundsUp(t *testing.T) {
 		if got := milliseconds(d); got != want {
 			t.Fatalf("milliseconds(%s) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// An empty array used to be indexed before its length was checked.
+func TestDecodeReleasedFair_emptyReplyIsAnError(t *testing.T) {
+	for _, reply := range []any{[]any{}, []any{int64(2)}, []any{"2", "x"}, []any{int64(1), "x"}} {
+		if _, _, err := decodeReleasedFair(reply); !errors.Is(err, ErrBadReply) {
+			t.Fatalf("decodeReleasedFair(%#v) = %v, want ErrBadReply", reply, err)
+		}
+	}
+}
+
+func TestDecodeFence(t *testing.T) {
+	got, err := decodeFence([]any{"41", "1795317275", "550414"})
+	if err != nil || got.Counter != 41 || got.Clock.UnixMicro() != 1795317275550414 {
+		t.Fatalf("decodeFence = %+v, %v", got, err)
+	}
+	for _, bad := range []any{
+		[]any{"-1", "1", "1"}, []any{"041", "1", "1"}, []any{"x", "1", "1"},
+		[]any{"1", "1", "1000000"}, []any{"18446744073709551615", "1", "1"}, []any{"1", "1"},
+	} {
+		if _, err := decodeFence(bad); !errors.Is(err, ErrBadReply) {
+			t.Fatalf("decodeFence(%#v) = %v, want ErrBadReply", bad, err)
+		}
+	}
+	if _, err := decodeRaised("6", 7); !errors.Is(err, ErrBadReply) {
+		t.Fatalf("a counter below the token raised to it must be an error, got %v", err)
 	}
 }

@@ -69,7 +69,7 @@ func (n *Node) Wait() { n.calls.wait() }
 
 // run runs script on the node, sharing a round trip with concurrent calls.
 func (n *Node) run(ctx context.Context, script *luaScript, keys []string, args ...any) *redis.Cmd {
-	return n.calls.run(ctx, script, keys, args...)
+	return n.calls.run(ctx, nil, script, keys, args...)
 }
 
 // Index is the node's position in the Client's list.
@@ -81,47 +81,61 @@ func (n *Node) Client() Client { return n.client }
 // Addr is the node's address, for errors and logs.
 func (n *Node) Addr() string { return n.addr }
 
+// Keys are the Redis keys of one lock (all in one hash slot).
+type Keys struct {
+	Lock  string // the lock hash
+	Gone  string // holds released before their acquire may have arrived
+	Fence string // the fencing counter
+	Queue string // fair mode: waiters by ticket
+	Alive string // fair mode: waiters' heartbeat deadlines
+}
+
 // Acquired is a node's answer to an acquire.
 type Acquired struct {
 	Granted bool
 	Holds   int64         // granted: this owner's hold count on the node
-	Fence   int64         // granted with fencing: the node's counter
 	PTTL    time.Duration // refused: the holder's remaining time, -1 when unknown
 	Holder  string        // refused: a fingerprint of the holder's owner id
 	// Behind: refused by a fair lock that is free, because another waiter
 	// (Holder) heads the queue.
 	Behind bool
+	// Revoked: refused because this hold was released on the node before
+	// the acquire arrived.
+	Revoked bool
 }
 
-// Acquire takes the lock key for owner's hold, or re-enters it; fenceKey is
-// incremented when fence is true.
-func (n *Node) Acquire(ctx context.Context, key, fenceKey, owner, hold string, ttl time.Duration, fence bool) (Acquired, error) {
-	fenceFlag := "0"
-	if fence {
-		fenceFlag = "1"
-	}
-	reply, err := n.run(ctx, acquireScript, []string{key, fenceKey},
-		owner, hold, milliseconds(ttl), fenceFlag).Slice()
+// Acquire takes the lock for owner's hold, or re-enters it. The call is
+// one of order's (nil: of none).
+func (n *Node) Acquire(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration) (Acquired, error) {
+	reply, err := n.calls.run(ctx, order, acquireScript, []string{keys.Lock, keys.Gone},
+		owner, hold, milliseconds(ttl)).Result()
 	if err != nil {
 		return Acquired{}, err
 	}
 	return decodeAcquired(reply)
 }
 
-func decodeAcquired(reply []any) (Acquired, error) {
-	if len(reply) == 3 {
-		if holder, ok := reply[2].(string); ok {
-			// A refusal: {0, pttl, holder}.
-			ints, err := int64s(reply[:2])
-			if err == nil && ints[0] == 0 && holder != "" {
-				pttl := time.Duration(-1)
-				if ints[1] >= 0 {
-					pttl = time.Duration(ints[1]) * time.Millisecond
-				}
-				return Acquired{PTTL: pttl, Holder: holder, Behind: ints[1] == -2}, nil
+func decodeAcquired(reply any) (Acquired, error) {
+	items, _ := reply.([]any)
+	switch len(items) {
+	case 1:
+		if code, ok := items[0].(int64); ok && code == 2 {
+			return Acquired{Revoked: true}, nil
+		}
+	case 2:
+		if ints, err := int64s(items); err == nil && ints[0] == 1 && ints[1] > 0 {
+			return Acquired{Granted: true, Holds: ints[1]}, nil
+		}
+	case 3:
+		// A refusal: {0, pttl, holder}.
+		holder, ok := items[2].(string)
+		ints, err := int64s(items[:2])
+		if ok && err == nil && ints[0] == 0 && holder != "" && ints[1] >= -2 {
+			pttl := time.Duration(-1)
+			if ints[1] >= 0 {
+				pttl = time.Duration(ints[1]) * time.Millisecond
 			}
-		} else if ints, err := int64s(reply); err == nil && ints[0] == 1 {
-			return Acquired{Granted: true, Holds: ints[1], Fence: ints[2]}, nil
+			return Acquired{PTTL: pttl, Holder: holder, Behind: ints[1] == -2}, nil
 		}
 	}
 	return Acquired{}, fmt.Errorf("%w to acquire: %v", ErrBadReply, reply)
@@ -141,10 +155,15 @@ const (
 // Removed reports whether this call removed the hold.
 func (r Released) Removed() bool { return r == HoldDropped || r == LockDeleted }
 
-// Release drops owner's hold on key; the last hold deletes the key and
-// publishes hold on channel.
-func (n *Node) Release(ctx context.Context, key, channel, owner, hold string) (Released, error) {
-	reply, err := n.run(ctx, releaseScript, []string{key}, owner, hold, channel).Result()
+// Release drops owner's hold; the last hold deletes the lock and publishes
+// hold on channel. With tombstone > 0, a hold that is not there is
+// recorded as released for that long, so that its acquire, if it arrives
+// late, is refused: pass it when the fate of an acquire (or renewal) of
+// the hold is unknown. The tombstone is left whether the hold is there or
+// not: another copy of the acquire may still arrive.
+func (n *Node) Release(ctx context.Context, keys Keys, channel, owner, hold string, tombstone time.Duration) (Released, error) {
+	reply, err := n.run(ctx, releaseScript, []string{keys.Lock, keys.Gone},
+		owner, hold, channel, tombstoneMilliseconds(tombstone)).Result()
 	if err != nil {
 		return 0, err
 	}
@@ -161,8 +180,9 @@ func decodeReleased(reply any) (Released, error) {
 
 // Renewal is one hold to renew.
 type Renewal struct {
-	Key, Owner, Hold string
-	TTL              time.Duration
+	Keys        Keys
+	Owner, Hold string
+	TTL         time.Duration
 }
 
 // Renewed is a node's answer for one Renewal.
@@ -171,25 +191,30 @@ type Renewed int
 // Replies of renew.lua, per item.
 const (
 	NotALock  Renewed = -2 // the key is a hash that is not a lock
-	Taken     Renewed = 0  // another owner holds the lock here
+	Taken     Renewed = 0  // another owner holds the lock here, or the hold was released
 	Refreshed Renewed = 1  // renewed, or re-created on a node that lost it
 )
 
 // Renew extends every hold in batch with one script call and answers one
 // Renewed per item, in order.
 func (n *Node) Renew(ctx context.Context, batch []Renewal) ([]Renewed, error) {
-	keys := make([]string, len(batch))
+	keys := make([]string, 0, 2*len(batch))
 	args := make([]any, 0, 3*len(batch))
-	for i, item := range batch {
-		keys[i] = item.Key
+	for _, item := range batch {
+		keys = append(keys, item.Keys.Lock, item.Keys.Gone)
 		args = append(args, item.Owner, item.Hold, milliseconds(item.TTL))
 	}
-	reply, err := n.run(ctx, renewScript, keys, args...).Slice()
+	reply, err := n.run(ctx, renewScript, keys, args...).Result()
 	if err != nil {
 		return nil, err
 	}
-	ints, err := int64s(reply)
-	if err != nil || len(ints) != len(batch) {
+	return decodeRenewed(reply, len(batch))
+}
+
+func decodeRenewed(reply any, items int) ([]Renewed, error) {
+	list, ok := reply.([]any)
+	ints, err := int64s(list)
+	if !ok || err != nil || len(ints) != items {
 		return nil, fmt.Errorf("%w to renew: %v", ErrBadReply, reply)
 	}
 	results := make([]Renewed, len(ints))
@@ -214,9 +239,24 @@ func int64s(reply []any) ([]int64, error) {
 	return ints, nil
 }
 
+// tombstoneMilliseconds renders a tombstone lifetime: "0" for none.
+func tombstoneMilliseconds(d time.Duration) string {
+	if d <= 0 {
+		return "0"
+	}
+	return milliseconds(d)
+}
+
 // milliseconds renders d for PEXPIRE, rounding up so that a sub-millisecond
 // remainder never shortens a lease.
 func milliseconds(d time.Duration) string {
 	ms := (d + time.Millisecond - 1) / time.Millisecond
 	return strconv.FormatInt(int64(ms), 10)
+}
+
+// Answered reports whether err (from a call to a node) came from the node
+// itself: a script error or a reply of the wrong shape. Otherwise (a
+// timeout, a refused or broken connection) the call's fate is unknown.
+func Answered(err error) bool {
+	return err == nil || errors.Is(err, ErrBadReply) || isRedisError(err)
 }

@@ -1,14 +1,16 @@
--- fence: raise the fence counter to at least a token granted elsewhere, so
--- that every later quorum sees it (the write-back of WithFencing).
+-- fence: raise the fencing counter to at least a token, never lower it
+-- (the write-back of a grant's token; see fencing.go). Compared as decimal
+-- strings, not Lua numbers, which are exact only below 2^53.
 --
 -- KEYS[1]  fence counter
--- ARGV[1]  token
+-- ARGV[1]  token: a decimal string without leading zeros
 --
--- Reply: the counter after the call.
-local current = tonumber(redis.call('GET', KEYS[1]) or '0')
-local token = tonumber(ARGV[1])
-if current < token then
-  redis.call('SET', KEYS[1], ARGV[1])
+-- Reply: the counter after the call, a decimal string.
+-- Errors: WRONGTYPE when KEYS[1] is not a string.
+local current = redis.call('GET', KEYS[1])
+local token = ARGV[1]
+if current == false or #current < #token or (#current == #token and current < token) then
+  redis.call('SET', KEYS[1], token)
   return token
 end
 return current

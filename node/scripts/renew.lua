@@ -1,25 +1,30 @@
 -- renew: extend several holds at once (one call per node per batch). A hold
 -- missing on this node (restarted empty) is re-created when the lock is free
--- here or already this owner's, so renewal also repairs.
+-- here or already this owner's, so renewal also repairs; but not a hold that
+-- was released here already (a renewal that arrives late).
 --
--- KEYS[i]        lock hash of item i (see acquire.lua)
+-- KEYS[2i-1]     lock hash of item i (see acquire.lua)
+-- KEYS[2i]       released holds of item i's lock (see release.lua)
 -- ARGV[3i-2]     owner id of item i
 -- ARGV[3i-1]     hold id of item i
 -- ARGV[3i]       ttl in milliseconds of item i
 --
 -- Reply: one integer per item:
 --         1  renewed (or re-created)
---         0  another owner holds the lock here
+--         0  another owner holds the lock here, or the hold was released
 --        -2  the key is a hash that is not a lock
 -- Errors: WRONGTYPE when a key is not a hash (the whole batch fails).
 local replies = {}
-for i = 1, #KEYS do
-  local key, owner, hold = KEYS[i], ARGV[3 * i - 2], ARGV[3 * i - 1]
+for i = 1, #KEYS / 2 do
+  local key, gone, owner, hold = KEYS[2 * i - 1], KEYS[2 * i], ARGV[3 * i - 2], ARGV[3 * i - 1]
   local ttl = tonumber(ARGV[3 * i])
-  local holder = redis.call('HGET', key, 'owner')
+  local fields = redis.call('HMGET', key, 'owner', hold)
+  local holder, held = fields[1], fields[2]
   if holder == false and redis.call('EXISTS', key) == 1 then
     replies[i] = -2
   elseif holder ~= false and holder ~= owner then
+    replies[i] = 0
+  elseif held == false and redis.call('ZSCORE', gone, hold) then
     replies[i] = 0
   else
     redis.call('HSET', key, 'owner', owner, hold, 1)

@@ -1,0 +1,88 @@
+package fair
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// clockRefresh is how long a measured offset to the nodes' clocks is used
+// before it is measured again: clocks drift by milliseconds a minute at
+// worst, far less than the spacing of waiters that queue order cares about.
+const clockRefresh = 30 * time.Second
+
+// Clock tells the time on the nodes' clocks, so that tickets order waiters
+// by their arrival as the nodes see it: a process whose own clock is off
+// by seconds is still served in arrival order. It measures the offset
+// between the local clock and each node's (TIME, halfway through the round
+// trip) and uses the median over the nodes that answered, measured again
+// every clockRefresh. The zero Clock is ready to use; it is safe for
+// concurrent use.
+type Clock struct {
+	// Local is the process's clock (nil: time.Now); tests replace it.
+	Local func() time.Time
+
+	mu       sync.Mutex
+	offset   time.Duration // nodes' clock - local clock
+	measured time.Time     // local time of the last measurement; zero: never
+}
+
+// Now is the current time on the nodes' clocks, measuring the offset over
+// q's nodes first when it is due (each call bounded by q.NodeTimeout). If
+// no node answers, the last offset (at first: none) is used.
+func (c *Clock) Now(ctx context.Context, q *Queue) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	local := c.local()
+	if c.measured.IsZero() || local.Sub(c.measured) >= clockRefresh {
+		if offset, ok := c.measure(ctx, q); ok {
+			c.offset = offset
+		}
+		c.measured = local
+		local = c.local()
+	}
+	return local.Add(c.offset)
+}
+
+func (c *Clock) local() time.Time {
+	if c.Local != nil {
+		return c.Local()
+	}
+	return time.Now()
+}
+
+// measure reads every node's clock at once and returns the median offset.
+func (c *Clock) measure(ctx context.Context, q *Queue) (time.Duration, bool) {
+	var mu sync.Mutex
+	var offsets []time.Duration
+	var group errgroup.Group
+	for i, n := range q.Nodes {
+		group.Go(func() error {
+			ctx, cancel := context.WithTimeout(ctx, q.NodeTimeout)
+			defer cancel()
+			sent := c.local()
+			fence, err := n.ReadFence(ctx, q.Keys.Fence)
+			if err != nil {
+				if q.OnError != nil {
+					q.OnError(i, err)
+				}
+				return nil
+			}
+			received := c.local()
+			midway := sent.Add(received.Sub(sent) / 2)
+			mu.Lock()
+			offsets = append(offsets, fence.Clock.Sub(midway))
+			mu.Unlock()
+			return nil
+		})
+	}
+	_ = group.Wait() // failures went to OnError
+	if len(offsets) == 0 {
+		return 0, false
+	}
+	slices.Sort(offsets)
+	return offsets[len(offsets)/2], true
+}

@@ -1,0 +1,155 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/redlock/fair"
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// mode is what a plain and a fair mutex do differently. newMode, called
+// where the Mutex is built, is the one place that reads the fair setting.
+type mode interface {
+	// enter starts call k, before its first attempt.
+	enter(ctx context.Context, k *call) error
+	// accept filters the release notices that wake k (nil: every one).
+	accept(k *call) func(payload string) bool
+	// acquire runs the acquire script of k's attempt hold on node i.
+	acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error)
+	// release drops hold on node i; a fair release names the new head.
+	release(ctx context.Context, i int, owner, hold string, tombstone time.Duration) (node.Released, string, error)
+	// pace adjusts the wait after a failed attempt, and says whether the
+	// next attempt asks the lead node first.
+	pace(delay time.Duration, last outcome) (time.Duration, bool)
+	// dequeue takes owner off the queue of the given nodes, where an
+	// acquire may have queued it (plain: there is no queue).
+	dequeue(ctx context.Context, nodes []int, owner string)
+	// finish ends call k with lease (nil when it failed).
+	finish(ctx context.Context, k *call, lease *Lease)
+}
+
+func newMode(m *Mutex) mode {
+	if m.settings.fair {
+		c := m.client
+		return &fairMode{m: m, queue: &fair.Queue{
+			Nodes: c.nodes, Keys: m.keys.node(), Channel: m.keys.channel,
+			TTL: m.settings.ttl, QueueTimeout: m.settings.queueTimeout, NodeTimeout: m.settings.nodeTimeout,
+			OnError: func(i int, err error) { c.nodeError(&m.settings, i, err) },
+		}}
+	}
+	return plainMode{m: m}
+}
+
+// plainMode: goroutines of one Client queue at the Client's gate, and
+// only the first contends on the nodes.
+type plainMode struct{ m *Mutex }
+
+func (p plainMode) enter(ctx context.Context, k *call) error {
+	m, c := p.m, p.m.client
+	if err := c.gates.enter(ctx, c.done, m.keys.lock, k.owner, k.wait); err != nil {
+		switch {
+		case errors.Is(err, ErrClosed):
+			return ErrClosed
+		case ctx.Err() != nil:
+			return gaveUp(ctx, nil)
+		}
+		return fmt.Errorf("%w: another owner of this client holds it or is acquiring it", ErrNotAcquired)
+	}
+	k.gated = true
+	if k.wait && c.hub.Active(m.keys.channel) {
+		k.watch(ctx) // subscribed already: watch before the first attempt, at no cost
+	}
+	return nil
+}
+
+func (plainMode) accept(*call) func(string) bool { return nil }
+
+func (p plainMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
+	return p.m.client.nodes[i].Acquire(ctx, order, p.m.keys.node(), k.owner, hold, p.m.settings.ttl)
+}
+
+func (p plainMode) release(ctx context.Context, i int, owner, hold string, tombstone time.Duration) (node.Released, string, error) {
+	released, err := p.m.client.nodes[i].Release(ctx, p.m.keys.node(), p.m.keys.channel, owner, hold, tombstone)
+	return released, "", err
+}
+
+// pace: ask the lead node first only right after a split vote. After
+// losing the lead, ask every node again, or a stale hold left on the lead
+// node alone (a minority) would block this waiter until it expired.
+func (plainMode) pace(delay time.Duration, last outcome) (time.Duration, bool) {
+	return delay, last.split
+}
+
+func (plainMode) dequeue(context.Context, []int, string) {}
+
+// finish: a lease takes over the gate entry, and leaves it when it ends.
+func (p plainMode) finish(_ context.Context, k *call, lease *Lease) {
+	if k.gated && lease == nil {
+		p.m.client.gates.leave(p.m.keys.lock)
+	}
+}
+
+// fairMode: the nodes' queue (package fair) orders every waiter, across
+// Clients and within one.
+type fairMode struct {
+	m     *Mutex
+	queue *fair.Queue
+}
+
+// enter: a waiter takes its ticket, in the nodes' time, and watches for
+// notices before its first attempt.
+func (f *fairMode) enter(ctx context.Context, k *call) error {
+	c := f.m.client
+	k.ticket = c.tickets.Next(c.clock.Now(ctx, f.queue))
+	if k.wait {
+		k.watch(ctx)
+	}
+	return nil
+}
+
+// accept: a fair release names the new head: only it wakes.
+func (f *fairMode) accept(k *call) func(string) bool { return fair.ForHead(k.owner) }
+
+func (f *fairMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
+	return f.queue.Acquire(ctx, order, i, k.owner, hold, k.ticket)
+}
+
+func (f *fairMode) release(ctx context.Context, i int, owner, hold string, tombstone time.Duration) (node.Released, string, error) {
+	return f.queue.Release(ctx, i, owner, hold, tombstone)
+}
+
+// pace: each attempt is also the waiter's heartbeat in the queue.
+func (f *fairMode) pace(delay time.Duration, _ outcome) (time.Duration, bool) {
+	return min(delay, f.queue.Heartbeat()), false
+}
+
+func (f *fairMode) dequeue(ctx context.Context, nodes []int, owner string) {
+	f.queue.Leave(ctx, nodes, owner)
+}
+
+// finish: the waiter leaves the queue on every node that may still hold
+// its place.
+func (f *fairMode) finish(ctx context.Context, k *call, lease *Lease) {
+	var queued []int
+	for i := range f.m.client.nodes {
+		// A node that granted took us off its queue. One still to answer
+		// is left to the lease's late-answer handler, which leaves its
+		// queue after the answer: a leave sent now could overtake the
+		// acquire and be undone by it.
+		if lease == nil || k.granted.Replies[i].Vote == quorum.No || k.granted.Replies[i].Vote == quorum.Failed {
+			queued = append(queued, i)
+		}
+	}
+	if lease == nil {
+		// The waiter gives up: off the queue before Lock returns.
+		f.queue.Leave(context.WithoutCancel(ctx), queued, k.owner)
+		return
+	}
+	// Holding the lock already: leaving the other nodes' queues must not
+	// delay Lock (a dead node would cost the node timeout).
+	f.m.client.background.Go(func() { f.queue.Leave(context.WithoutCancel(ctx), queued, k.owner) })
+}

@@ -1,0 +1,95 @@
+package node
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+)
+
+var (
+	//go:embed scripts/fence_read.lua
+	fenceReadSource string
+	//go:embed scripts/fence.lua
+	fenceSource string
+
+	fenceReadScript = newScript(fenceReadSource)
+	fenceScript     = newScript(fenceSource)
+)
+
+// MaxToken bounds fencing tokens and counters: the largest uint64 less
+// one, so that a counter + 1 always fits.
+const MaxToken = math.MaxUint64 - 1
+
+// Fence is a node's fencing counter and its clock, read together.
+type Fence struct {
+	Counter uint64
+	Clock   time.Time // the node's TIME, microsecond resolution
+}
+
+// ReadFence reads the fencing counter at key and the node's clock.
+func (n *Node) ReadFence(ctx context.Context, key string) (Fence, error) {
+	reply, err := n.run(ctx, fenceReadScript, []string{key}).Result()
+	if err != nil {
+		return Fence{}, err
+	}
+	return decodeFence(reply)
+}
+
+func decodeFence(reply any) (Fence, error) {
+	items, ok := reply.([]any)
+	if ok && len(items) == 3 {
+		counter, counterErr := decimal(items[0], MaxToken)
+		seconds, secondsErr := decimal(items[1], 1<<40)
+		micros, microsErr := decimal(items[2], 999_999)
+		if counterErr == nil && secondsErr == nil && microsErr == nil {
+			return Fence{Counter: counter, Clock: time.Unix(int64(seconds), int64(micros)*1000)}, nil
+		}
+	}
+	return Fence{}, fmt.Errorf("%w to read the fence: %v", ErrBadReply, reply)
+}
+
+// RaiseFence sets the fencing counter at key to at least token and answers
+// the counter after the call.
+func (n *Node) RaiseFence(ctx context.Context, key string, token uint64) (uint64, error) {
+	reply, err := n.run(ctx, fenceScript, []string{key}, strconv.FormatUint(token, 10)).Result()
+	if err != nil {
+		return 0, err
+	}
+	return decodeRaised(reply, token)
+}
+
+func decodeRaised(reply any, token uint64) (uint64, error) {
+	value, err := decimal(reply, MaxToken)
+	if err != nil || value < token {
+		return 0, fmt.Errorf("%w to fence: %v", ErrBadReply, reply)
+	}
+	return value, nil
+}
+
+// decimal reads a reply that is a decimal string (or an integer) in
+// [0, limit], without sign or leading zeros.
+func decimal(reply any, limit uint64) (uint64, error) {
+	var text string
+	switch value := reply.(type) {
+	case string:
+		text = value
+	case int64:
+		if value < 0 {
+			return 0, fmt.Errorf("%w: negative number %d", ErrBadReply, value)
+		}
+		text = strconv.FormatInt(value, 10)
+	default:
+		return 0, fmt.Errorf("%w: %T, want a decimal string", ErrBadReply, reply)
+	}
+	if len(text) > 1 && text[0] == '0' {
+		return 0, fmt.Errorf("%w: %q has leading zeros", ErrBadReply, text)
+	}
+	value, err := strconv.ParseUint(text, 10, 64)
+	if err != nil || value > limit {
+		return 0, fmt.Errorf("%w: %q is not a decimal in [0, %d]", ErrBadReply, text, limit)
+	}
+	return value, nil
+}

@@ -1,0 +1,60 @@
+package redlock
+
+import (
+	"context"
+	"time"
+
+	"github.com/quorumlock/redlock/node"
+	"golang.org/x/sync/errgroup"
+)
+
+// releaseNodes drops hold on the given nodes and waits for their answers
+// (each bounded by the node timeout); uncertain as in releaseNode.
+func (m *Mutex) releaseNodes(ctx context.Context, nodes []int, owner, hold string, uncertain func(int) bool) {
+	m.onNodes(ctx, nodes, func(ctx context.Context, i int) { m.releaseNode(ctx, i, owner, hold, uncertain(i)) })
+}
+
+// onNodes runs fn on the given nodes at once and waits for all of them:
+// where every node must answer (undo, leaving the queue), an errgroup, not
+// the quorum round's early return.
+func (m *Mutex) onNodes(ctx context.Context, nodes []int, fn func(ctx context.Context, i int)) {
+	var group errgroup.Group
+	for _, i := range nodes {
+		group.Go(func() error {
+			fn(ctx, i)
+			return nil
+		})
+	}
+	_ = group.Wait() // fn reports its own failures
+}
+
+// releaseNode drops hold on node i; a fair lock's notice names the next
+// waiter. uncertain says that the acquire's fate on the node is unknown
+// (it timed out, or has not answered yet): then the release leaves a
+// tombstone that refuses the acquire if it arrives later. When the node
+// does not answer, the Client's sweeper tries again until it does.
+func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, uncertain bool) {
+	ctx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
+	defer cancel()
+	if _, err := m.releaseOn(ctx, i, owner, hold, uncertain); err != nil {
+		m.client.nodeError(&m.settings, i, err)
+		if !node.Answered(err) {
+			m.client.sweeper.add(m, i, owner, hold)
+		}
+	}
+}
+
+func (m *Mutex) releaseOn(ctx context.Context, i int, owner, hold string, uncertain bool) (node.Released, error) {
+	released, _, err := m.releaseNamingHead(ctx, i, owner, hold, uncertain)
+	return released, err
+}
+
+// releaseNamingHead is releaseOn that also returns, for a fair lock it
+// deleted, the fingerprint of the queue's new head.
+func (m *Mutex) releaseNamingHead(ctx context.Context, i int, owner, hold string, uncertain bool) (node.Released, string, error) {
+	var tombstone time.Duration
+	if uncertain {
+		tombstone = m.settings.ttl
+	}
+	return m.mode.release(ctx, i, owner, hold, tombstone)
+}

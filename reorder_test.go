@@ -1,0 +1,250 @@
+package redlock_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/faultproxy"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// The reviewer's trail, on five real nodes N, X, V, Z, W (0..4) whose
+// fencing counters diverged (Z = W = 5). B's requests to N, Z and W are
+// held on their way; B wins X and V. A wins N, Z, W and writes its token
+// back to X, V, Z and W, but its write to N is lost. A's lease ends (its
+// TTL runs out). B's held request then reaches N, which is free: B's grant
+// completes with N, X, V. With tokens taken at vote time, B's token was
+// read from X and V before A's write-back: it went from A's 6 to B's 2.
+func TestFencing_delayedVoteAfterThePreviousLeaseEnded_tokenStillIncreases(t *testing.T) {
+	cluster := redistest.Start(t, 5)
+	ctx := testContext(t)
+	const name = "ledger"
+	for _, i := range []int{3, 4} {
+		if err := cluster.Admin(t, i).Set(ctx, "redlock:{"+name+"}:fence", 5, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	// B reaches every node through a proxy; its links to N, Z, W hold
+	// what it sends until healed.
+	proxies := make([]*faultproxy.Proxy, 5)
+	bNodes := make([]redis.UniversalClient, 5)
+	for i, addr := range cluster.Addrs() {
+		proxy, err := faultproxy.New(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = proxy.Close() })
+		proxies[i] = proxy
+		bNodes[i] = redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
+			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
+		t.Cleanup(func() { _ = bNodes[i].Close() })
+	}
+	for _, i := range []int{0, 3, 4} {
+		proxies[i].Cut()
+	}
+	b, err := redlock.New(bNodes, redlock.WithFencing(), redlock.WithWatchdog(false), redlock.WithNodeTimeout(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	t.Cleanup(func() {
+		for _, proxy := range proxies {
+			proxy.Heal() // so that B's held stragglers end before B closes
+		}
+	})
+
+	// A reaches every node directly, but its write-back to N is lost.
+	dropWriteBack := make(chan struct{})
+	aNodes := cluster.Clients(t)
+	aNodes[0].AddHook(dropFenceWriteBack{until: dropWriteBack})
+	a, err := redlock.New(aNodes, redlock.WithFencing(), redlock.WithWatchdog(false), redlock.WithTTL(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	t.Cleanup(func() { close(dropWriteBack) }) // before the Clients close
+
+	type result struct {
+		lease *redlock.Lease
+		err   error
+	}
+	bDone := make(chan result, 1)
+	go func() {
+		lease, err := b.Mutex(name).TryLock(ctx)
+		bDone <- result{lease, err}
+	}()
+	waitFor(t, 5*time.Second, "B's votes on X and V", func() bool {
+		return holderOn(t, cluster, 1, name) != "" && holderOn(t, cluster, 2, name) != ""
+	})
+
+	first := mustLock(t, ctx, a.Mutex(name)) // N, Z, W
+	time.Sleep(time.Until(first.Until()) + 100*time.Millisecond)
+	if first.Err() == nil {
+		t.Fatal("A's lease outlived its TTL")
+	}
+	waitFor(t, 2*time.Second, "A's key to expire on N", func() bool { return holderOn(t, cluster, 0, name) == "" })
+
+	proxies[0].Heal() // B's held request reaches N
+	got := <-bDone
+	if got.err != nil {
+		t.Fatalf("B: %v", got.err)
+	}
+	defer func() { _ = got.lease.Unlock(context.Background()) }()
+	if got.lease.Token() <= first.Token() {
+		t.Fatalf("A's lease ended before B's was granted, yet tokens went %d then %d", first.Token(), got.lease.Token())
+	}
+}
+
+// dropFenceWriteBack loses every fencing write-back (a script call on a
+// ":fence" key with one argument) sent before until is closed: the command
+// never reaches the node, and the caller sees its deadline pass.
+type dropFenceWriteBack struct{ until <-chan struct{} }
+
+func (d dropFenceWriteBack) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (d dropFenceWriteBack) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if err := d.hold(ctx, cmd); err != nil {
+			cmd.SetErr(err)
+			return err
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (d dropFenceWriteBack) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			if err := d.hold(ctx, cmd); err != nil {
+				for _, cmd := range cmds {
+					cmd.SetErr(err)
+				}
+				return err
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+func (d dropFenceWriteBack) hold(ctx context.Context, cmd redis.Cmder) error {
+	args := cmd.Args()
+	name, _ := args[0].(string)
+	if len(args) != 5 || (name != "evalsha" && name != "eval") {
+		return nil
+	}
+	if key, _ := args[3].(string); !strings.HasSuffix(key, ":fence") {
+		return nil
+	}
+	select {
+	case <-d.until:
+		return nil
+	case <-ctx.Done():
+		return &net.OpError{Op: "write", Net: "tcp", Err: ctx.Err()}
+	}
+}
+
+// holderOn is the owner field of the lock name on node i ("" when free).
+func holderOn(t *testing.T, cluster *redistest.Cluster, i int, name string) string {
+	t.Helper()
+	owner, err := cluster.Admin(t, i).HGet(context.Background(), "redlock:{"+name+"}", "owner").Result()
+	if err != nil && err != redis.Nil {
+		t.Fatalf("node %d: %v", i, err)
+	}
+	return owner
+}
+
+// The lock's own restart rule (a node restarts empty only after the TTL)
+// applied to fencing counters, which never expire: a client that reached
+// only nodes 0..2 took five tokens; then nodes 0 and 1 restart empty after
+// the TTL, and node 2 is down. Another client's quorum {0, 1, 3, 4} has
+// never seen a token: with counters alone it handed out token 1.
+func TestFencing_minorityRestartedEmptyAfterTheTTL_tokenStillIncreases(t *testing.T) {
+	cluster := redistest.Start(t, 5)
+	ctx := testContext(t)
+	const ttl = 300 * time.Millisecond
+	opts := []redlock.Option{redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(200 * time.Millisecond)}
+	for _, i := range []int{3, 4} {
+		if err := cluster.Nodes[i].Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := newClient(t, cluster, opts...)
+	var last uint64
+	for range 5 {
+		lease := mustLock(t, ctx, first.Mutex("ledger"))
+		if lease.Token() <= last {
+			t.Fatalf("tokens %d then %d", last, lease.Token())
+		}
+		last = lease.Token()
+		mustUnlock(t, lease)
+	}
+	time.Sleep(ttl + 50*time.Millisecond)
+	for _, i := range []int{3, 4, 0, 1} {
+		if err := cluster.Nodes[i].Restart(false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := cluster.Nodes[2].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	second := newClient(t, cluster, opts...)
+	lease := mustLock(t, ctx, second.Mutex("ledger"))
+	defer mustUnlock(t, lease)
+	if lease.Token() <= last {
+		t.Fatalf("after a minority restarted empty past the TTL, tokens went %d then %d", last, lease.Token())
+	}
+}
+
+// A paused node receives the acquire on a connection the client then gives
+// up on; Unlock's release cannot reach it. When the node resumes it runs the
+// acquire: that grant must not stay for the TTL (30 s), with Dial's clients
+// as with one's own.
+func TestUnlock_lateGrantOnAPausedNode_releasedOnceItAnswers(t *testing.T) {
+	for _, kind := range []string{"Dial", "New"} {
+		t.Run(kind, func(t *testing.T) {
+			cluster := redistest.Start(t, 3)
+			ctx := testContext(t)
+			opts := []redlock.Option{redlock.WithNodeTimeout(300 * time.Millisecond)}
+			var c *redlock.Client
+			var err error
+			if kind == "Dial" {
+				c, err = redlock.Dial(cluster.URLs(), opts...)
+			} else {
+				c, err = redlock.New(cluster.Clients(t), opts...)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = c.Close() })
+			// A connection to every node is open: the acquire goes out on
+			// it at once, and the paused node's kernel takes it in.
+			mustUnlock(t, mustLock(t, ctx, c.Mutex("late")))
+			paused := cluster.Nodes[2]
+			if err := paused.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = paused.Resume() })
+			lease := mustLock(t, ctx, c.Mutex("late"))
+			mustUnlock(t, lease)
+			time.Sleep(time.Second) // every call to the paused node has given up
+			if err := paused.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 5*time.Second, "the late grant on the resumed node to be released", func() bool {
+				return holderOn(t, cluster, 2, "late") == ""
+			})
+			// Still gone a moment later: the acquire did not land after
+			// the release.
+			time.Sleep(300 * time.Millisecond)
+			if holderOn(t, cluster, 2, "late") != "" {
+				t.Fatal("the late grant came back after its release")
+			}
+		})
+	}
+}

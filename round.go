@@ -1,0 +1,184 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/reentrant"
+)
+
+// outcome describes a failed attempt.
+type outcome struct {
+	votes    int
+	held     bool          // one other owner holds it on enough nodes to block us
+	leadLost bool          // another contender took the lead node first
+	split    bool          // no owner can have a quorum: contenders split the votes
+	minPTTL  time.Duration // the blocking holder's smallest remaining TTL; -1 if unknown
+	err      error
+}
+
+// attempt is one round: the acquire script on every node at once. It
+// returns a lease when a quorum granted within the validity window.
+// Otherwise it undoes every grant (and every call whose fate is unknown)
+// before it returns, so a failed attempt leaves nothing locked.
+func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, outcome) {
+	c, s := m.client, &m.settings
+	owner, hold := k.owner, reentrant.NewID()
+	need := s.quorumOf(len(c.nodes))
+	// The lease's release waits on order, so that on every node it runs
+	// after this acquire, never before it (which would leave a grant behind).
+	order := new(node.Order)
+	acquire := func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
+		acquired, err := m.mode.acquire(ctx, order, i, k, hold)
+		c.health.record(i, err)
+		switch {
+		case err != nil:
+			return quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: err}
+		case acquired.Granted:
+			return quorum.Reply[node.Acquired]{Vote: quorum.Yes, Value: acquired}
+		}
+		return quorum.Reply[node.Acquired]{Vote: quorum.No, Value: acquired}
+	}
+	start := time.Now()
+	lead, leadReply := -1, quorum.Reply[node.Acquired]{}
+	lead0 := -1 // the lead node asked first, even when asked again
+	if leadFirst && len(c.nodes) > 1 {
+		// Right after a release every waiting client tries at once; if all
+		// sent to every node, the nodes would split their votes between
+		// them. Asking one agreed node first lets its winner alone go on,
+		// and costs each loser one call.
+		lead = c.health.lead()
+		lead0 = lead
+		order.Expect(1)
+		leadCtx, cancel := context.WithTimeout(ctx, s.nodeTimeout)
+		leadReply = acquire(leadCtx, lead)
+		cancel()
+		switch leadReply.Vote {
+		case quorum.No:
+			return nil, outcome{leadLost: true, minPTTL: leadReply.Value.PTTL,
+				err: fmt.Errorf("%w: another owner took node %d first", ErrNotAcquired, lead)}
+		case quorum.Failed:
+			lead = -1 // ask every node, this one again too (same hold: harmless)
+		}
+	}
+	if lead >= 0 {
+		order.Expect(len(c.nodes) - 1)
+	} else {
+		order.Expect(len(c.nodes))
+	}
+	round := quorum.Start(ctx, s.roundTimeout(), len(c.nodes), need, &c.background,
+		func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
+			if i == lead {
+				return leadReply
+			}
+			return acquire(ctx, i)
+		})
+	tally := round.Wait(ctx)
+	until := validUntil(start, s.ttl, s.driftFactor)
+	if tally.Yes >= need && time.Now().Before(until) && ctx.Err() == nil {
+		lease := newLease(ctx, m, owner, hold, start, until)
+		lease.order = order
+		if leadReply.Vote == quorum.Failed {
+			// The lead node was asked twice: the first copy, fate
+			// unknown, may still arrive after the release.
+			lease.unsettle(lead0)
+		}
+		// Every answer in by now is in this tally, and every later one
+		// goes to lateAcquire: none is missed.
+		k.granted = round.Detach(lease.lateAcquire)
+		lease.settle(k.granted)
+		if s.fencing {
+			if err := lease.fence(ctx); err != nil {
+				// The call keeps its gate entry (finish leaves it), so
+				// the release must not leave it too.
+				lease.gateOnce.Do(func() {})
+				_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
+				return nil, outcome{votes: tally.Yes, err: err}
+			}
+		}
+		return lease, outcome{votes: tally.Yes}
+	}
+
+	// Failed: let the round finish (each call is bounded by the node
+	// timeout), then undo what any node may have granted.
+	tally = round.WaitAll(context.WithoutCancel(ctx))
+	result := m.describeFailure(ctx, tally, need, until)
+	undo := context.WithoutCancel(ctx)
+	// A call whose fate is unknown may still run after the release: the
+	// release there leaves a tombstone. The lead node asked twice counts,
+	// whatever its second answer.
+	unsure := func(i int, vote quorum.Vote) bool {
+		return vote == quorum.Failed || (i == lead0 && leadReply.Vote == quorum.Failed)
+	}
+	answered := round.Detach(func(i int, reply quorum.Reply[node.Acquired]) {
+		if reply.Vote != quorum.No || unsure(i, reply.Vote) {
+			m.releaseNode(undo, i, owner, hold, unsure(i, reply.Vote))
+		}
+		if !k.wait {
+			m.mode.dequeue(undo, []int{i}, owner) // TryLock's late answer may have queued it
+		}
+	})
+	var mayHold []int
+	for i, reply := range answered.Replies {
+		if reply.Vote == quorum.Yes || unsure(i, reply.Vote) {
+			mayHold = append(mayHold, i)
+		}
+	}
+	m.releaseNodes(undo, mayHold, owner, hold, func(i int) bool { return unsure(i, answered.Replies[i].Vote) })
+	return nil, result
+}
+
+// describeFailure turns a failed round into the error TryLock returns and
+// what the wait before the next attempt depends on.
+func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acquired], need int, until time.Time) outcome {
+	result := outcome{votes: tally.Yes, minPTTL: -1}
+	replies := slices.Clone(tally.Replies)
+	refusals := make(map[string]int) // holder fingerprint → nodes it holds
+	for i, reply := range replies {
+		switch reply.Vote {
+		case quorum.No:
+			refusals[reply.Value.Holder]++
+		case quorum.Pending:
+			// Still silent when the round ended: failed, as far as
+			// this attempt can tell.
+			replies[i] = quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: context.DeadlineExceeded}
+		}
+	}
+	v := verdictOf(m, replies, need)
+	holder, holds := "", 0
+	for fingerprint, count := range refusals {
+		if count > holds {
+			holder, holds = fingerprint, count
+		}
+	}
+	for _, reply := range replies {
+		if pttl := reply.Value.PTTL; reply.Vote == quorum.No && reply.Value.Holder == holder && pttl >= 0 &&
+			(result.minPTTL < 0 || pttl < result.minPTTL) {
+			result.minPTTL = pttl
+		}
+	}
+	// Held: one owner has, or may have (counting the silent nodes), a
+	// quorum. Split: no owner can, so every contender backs off briefly.
+	result.held = holds > 0 && holds+len(v.nodeErrs) >= need
+	result.split = !result.held && len(v.nodeErrs) == 0 && v.yes < need
+	switch {
+	case ctx.Err() != nil:
+		result.err = gaveUp(ctx, errors.Join(v.nodeErrs...))
+	case result.held && holds > v.n-need:
+		result.err = v.with(fmt.Errorf("%w: held by another owner on %d of %d nodes", ErrNotAcquired, holds, v.n))
+	case v.yes >= need:
+		// Enough nodes granted, too late: a node error besides does not
+		// make it a quorum failure.
+		result.err = v.with(fmt.Errorf("%w: the round outlasted the validity window (ends %v)", ErrNotAcquired, until))
+	case len(v.nodeErrs) > 0:
+		result.err = v.err(nil)
+	default:
+		result.err = fmt.Errorf("%w: votes split, %d of %d needed", ErrNotAcquired, v.yes, need)
+	}
+	return result
+}

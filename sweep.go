@@ -1,0 +1,126 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/node"
+)
+
+const (
+	// sweepFirstRetry and sweepLastRetry bound the wait between tries of a
+	// release that a node did not answer: soon after a short outage, and
+	// no more than one call per node per two seconds during a long one.
+	sweepFirstRetry = 50 * time.Millisecond
+	sweepLastRetry  = 2 * time.Second
+	// maxSweepsPerNode bounds the releases kept for one silent node; past
+	// it the oldest are dropped (and logged): their holds expire at the TTL.
+	maxSweepsPerNode = 10_000
+)
+
+// sweeper retries, until the node answers, every release that a node did
+// not answer: a grant that may have landed there (a paused node that runs
+// the acquire when it resumes, on a connection the client gave up on) is
+// released once the node answers again, whatever client the node has. The
+// retries leave a tombstone (release.lua), so an acquire that arrives after
+// its release is refused. One goroutine per node with work, owned by the
+// Client: it stops at Close.
+type sweeper struct {
+	client *Client
+
+	mu      sync.Mutex
+	pending map[int][]sweep // by node, oldest first
+	running map[int]bool    // a goroutine drains the node's list
+}
+
+// sweep is one release to retry.
+type sweep struct {
+	mutex       *Mutex
+	owner, hold string
+}
+
+func newSweeper(c *Client) *sweeper {
+	return &sweeper{client: c, pending: make(map[int][]sweep), running: make(map[int]bool)}
+}
+
+// add queues the release of hold on node i.
+func (s *sweeper) add(m *Mutex, i int, owner, hold string) {
+	c := s.client
+	select {
+	case <-c.done:
+		return // closing: what is left expires at its TTL
+	default:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	list := append(s.pending[i], sweep{mutex: m, owner: owner, hold: hold})
+	if len(list) > maxSweepsPerNode {
+		dropped := list[0]
+		list = list[1:]
+		dropped.mutex.settings.logger.Warn("redlock: too many releases waiting for a silent node; the oldest hold expires at its TTL",
+			"lock", dropped.mutex.name, "node", i)
+	}
+	s.pending[i] = list
+	if !s.running[i] {
+		s.running[i] = true
+		c.background.Go(func() { s.run(i) })
+	}
+}
+
+// run retries node i's releases until none is left or the Client closes.
+func (s *sweeper) run(i int) {
+	c := s.client
+	delay := sweepFirstRetry
+	for {
+		timer := time.NewTimer(delay)
+		select {
+		case <-c.done:
+			timer.Stop()
+			s.mu.Lock()
+			s.running[i] = false
+			s.mu.Unlock()
+			return
+		case <-timer.C:
+		}
+		s.mu.Lock()
+		list := s.pending[i]
+		s.pending[i] = nil
+		if len(list) == 0 {
+			s.running[i] = false
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		done := 0
+		for _, item := range list {
+			if !item.retry(i) {
+				break
+			}
+			done++
+		}
+		if done < len(list) {
+			s.mu.Lock()
+			s.pending[i] = append(list[done:len(list):len(list)], s.pending[i]...)
+			s.mu.Unlock()
+			delay = min(2*delay, sweepLastRetry)
+			continue
+		}
+		delay = sweepFirstRetry
+	}
+}
+
+// retry releases the hold once more; it reports whether the node answered.
+func (item sweep) retry(i int) bool {
+	m := item.mutex
+	ctx, cancel := context.WithTimeout(context.Background(), m.settings.nodeTimeout)
+	defer cancel()
+	_, err := m.releaseOn(ctx, i, item.owner, item.hold, true)
+	if err != nil && !node.Answered(err) {
+		return false
+	}
+	if err != nil {
+		m.client.nodeError(&m.settings, i, err)
+	}
+	return true
+}
