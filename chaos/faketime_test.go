@@ -110,3 +110,13 @@ func (c *cluster) checkFastClock(i, speed int) {
 	}
 	c.t.Logf("node %d: clock runs %.1fx (PTTL drained %v in %v)", i, rate, (first - second).Round(time.Millisecond), elapsed.Round(time.Millisecond))
 }
+
+// clockBehind is the environment of a redis-server whose wall clock is
+// behind the real one by d (see fastClock for why glibc is preloaded).
+func clockBehind(libfaketime string, d time.Duration) []string {
+	return []string{
+		"LD_PRELOAD=" + libfaketime + " libc.so.6",
+		fmt.Sprintf("FAKETIME=-%d", int(d.Seconds())),
+		"FAKETIME_DONT_FAKE_MONOTONIC=1",
+	}
+}

@@ -106,9 +106,7 @@ func newCluster(t *testing.T, s setup) *cluster {
 		// Heal first: Close releases what the Client holds, through the proxies.
 		t.Cleanup(func() {
 			for _, proxy := range proxies {
-				proxy.Heal()
-				proxy.DropReplies(false)
-				proxy.SetLatency(0)
+				heal(proxy)
 			}
 			_ = client.Close()
 		})
@@ -167,11 +165,19 @@ func (c *cluster) reach(k int, nodes ...int) {
 func (c *cluster) healAll() {
 	for _, proxies := range c.proxies {
 		for _, proxy := range proxies {
-			proxy.Heal()
-			proxy.DropReplies(false)
-			proxy.SetLatency(0)
+			heal(proxy)
 		}
 	}
+}
+
+// heal ends every network fault of one link; what was held goes through.
+func heal(proxy *faultproxy.Proxy) {
+	proxy.Heal()
+	proxy.HoldRequests(false)
+	proxy.HoldReplies(false)
+	proxy.DropReplies(false)
+	proxy.SetLatency(0)
+	proxy.SetRequestLatency(0)
 }
 
 // result is what one run produced.
@@ -213,6 +219,17 @@ func (c *cluster) report(r result) {
 	c.t.Logf("sections %d, grants checked %d, faults injected %d, violations %d (lost updates %d, lost leases %d, fenced writes %d, lock errors %d)",
 		r.stats.Sections.Load(), r.check.Len(), c.faults.Load(), len(r.check.Violations()),
 		r.stats.LostUpdates.Load(), r.stats.LostLeases.Load(), r.stats.Fenced.Load(), r.stats.LockErrors.Load())
+	perName := map[string]int{}
+	var highest uint64
+	for _, g := range r.check.Grants() {
+		perName[g.Name]++
+		highest = max(highest, g.Token)
+	}
+	reasons := map[string]int{}
+	for _, v := range r.check.Violations() {
+		reasons[v.Reason]++
+	}
+	c.t.Logf("grants per lock: %v; highest fencing token %d; violations by kind: %v", perName, highest, reasons)
 }
 
 // requireSafe asserts a run was safe and made progress: no violation, no
@@ -244,6 +261,21 @@ func (c *cluster) requireViolations(r result) {
 		c.t.Fatal("the negative control produced no violation: the setup no longer breaks the lock, or the checker misses it")
 	}
 	c.t.Logf("first violation: %v", violations[0])
+}
+
+// requireViolation asserts that the checker caught the run's unsafety with
+// at least one violation of the given kind (checker.Violation.Reason), and
+// logs the first.
+func (c *cluster) requireViolation(r result, reason string) {
+	c.t.Helper()
+	c.report(r)
+	for _, v := range r.check.Violations() {
+		if v.Reason == reason {
+			c.t.Logf("first %q violation: %v", reason, v)
+			return
+		}
+	}
+	c.t.Fatalf("the negative control produced no %q violation: the setup no longer breaks the lock that way, or the checker misses it", reason)
 }
 
 // every calls fn at each tick of period until ctx ends, passing the tick number.

@@ -88,3 +88,43 @@ func TestUnsafe_fastClockOneNodeDefaultQuorum(t *testing.T) {
 	r := c.run(3*time.Second, workload.Config{Hold: 400 * time.Millisecond}, nil)
 	c.requireViolations(r)
 }
+
+// A majority (3 of 5) killed together and started again empty only after
+// the TTL: no lease outlives the downtime, so the grants do not overlap,
+// but the three nodes' fence counters start again from zero, which breaks
+// assumption 1 for the tokens. Both clients reach those three nodes only
+// (nodes 3 and 4 never see a write-back that could carry the order over),
+// so every grant after the fault takes its token from the emptied nodes:
+// below the tokens granted before it. The checker's token rule must catch
+// it.
+func TestUnsafe_fenceCountersLostOnAMajority(t *testing.T) {
+	libfaketime := requireFaketime(t)
+	const ttl = 500 * time.Millisecond
+	c := newCluster(t, setup{clients: 2, nodeTimeout: 100 * time.Millisecond,
+		options: []redlock.Option{redlock.WithTTL(ttl)}})
+	c.reach(0, 0, 1, 2)
+	c.reach(1, 0, 1, 2)
+	r := c.run(2200*time.Millisecond, workload.Config{}, func(ctx context.Context) {
+		if !sleep(ctx, 600*time.Millisecond) {
+			return
+		}
+		var wg sync.WaitGroup
+		for _, i := range []int{0, 1, 2} {
+			wg.Go(func() { c.fault(fmt.Sprintf("kill node %d", i), c.nodes[i].Kill()) })
+		}
+		wg.Wait()
+		if !sleep(ctx, ttl+300*time.Millisecond) {
+			return
+		}
+		// Counters alone would start again from 1; the tokens' clock term
+		// keeps them increasing unless the clocks go back as well.
+		for _, i := range []int{0, 1, 2} {
+			c.nodes[i].SetEnv(clockBehind(libfaketime, time.Hour))
+			wg.Go(func() {
+				c.fault(fmt.Sprintf("restart node %d empty, its clock an hour behind", i), c.nodes[i].Restart(false))
+			})
+		}
+		wg.Wait()
+	})
+	c.requireViolation(r, "fencing token did not increase")
+}

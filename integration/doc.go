@@ -1,9 +1,12 @@
 // Package integration runs the redlock library against five Redis nodes in
 // Docker containers and takes them down in the ways real nodes go down:
-// killed, stopped, frozen, cut off the network. Each fault hits a minority
-// of the nodes while the contention workload runs with two Clients, and the
-// safety checker must stay clean, no update may be lost, and every lock
-// mode must grant again within two TTLs after the nodes are healed.
+// killed, stopped, frozen, cut off the network; and it slows single links
+// in one direction (requests held, replies held, requests delayed) with an
+// in-process proxy per Client in front of the nodes' published ports. Each
+// fault hits a minority of the nodes while the contention workload runs
+// with two or three Clients, fenced in every mode, and the safety checker
+// must stay clean, no update may be lost, and every lock mode must grant
+// again within two TTLs after the nodes are healed.
 //
 // It is a nested module so that Testcontainers and the Docker client stay
 // out of the library's dependencies. Run it with

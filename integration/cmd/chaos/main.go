@@ -1,8 +1,10 @@
 // Command chaos runs the redlock library against five Redis nodes in
 // Docker containers under a seeded random schedule of safe faults (kill,
-// restart, pause, network disconnect; a minority at a time), with several
-// Clients contending in every lock mode and the safety checker watching
-// every grant. It then heals the nodes and checks that every mode grants
+// restart, pause, network disconnect; and one-way faults on one Client's
+// link to a node: its requests held, its replies held, its requests
+// delayed; a minority of the nodes at a time), with several Clients
+// contending in every lock mode, fenced, and the safety checker watching
+// every grant and its fencing token. It then heals the nodes and checks that every mode grants
 // again, and runs two negative controls that break the README's
 // assumptions on purpose (a majority restarted empty; a majority with fast
 // clocks), which the checker must catch: a checker that never fires proves

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/integration/internal/harness"
 	"github.com/quorumlock/redlock/internal/checker"
 	"github.com/quorumlock/redlock/internal/workload"
@@ -21,13 +22,30 @@ const progressEvery = 5 * time.Second
 
 // chaos runs the workload with several Clients on every mode for the run's
 // duration while the seeded fault schedule runs, and fills the summary.
-func (r *runner) chaos(ctx context.Context, sum *summary) error {
-	events := plan(r.cfg.seed, r.cfg.duration, r.cluster.N(), harness.TTL)
-	r.say("%d faults planned over %v (kill, restart, pause, disconnect; at most %d of %d nodes at once; killed and stopped nodes down > TTL %v)",
+//
+// Each Client reaches each node through a link of its own (an in-process
+// proxy in front of the node's published port), where the schedule's
+// one-way faults act.
+func (r *runner) chaos(ctx context.Context, sum *summary) (err error) {
+	events := plan(r.cfg.seed, r.cfg.duration, r.cluster.N(), r.cfg.clients, harness.TTL)
+	r.say("%d faults planned over %v (kill, restart, pause, disconnect; one Client's link: hold requests, hold replies, delay requests; at most %d of %d nodes at once; killed and stopped nodes down > TTL %v)",
 		len(events)/2, r.cfg.duration, (r.cluster.N()-1)/2, r.cluster.N(), harness.TTL)
-	clients, err := harness.Dial(r.cluster.URLs(), r.cfg.clients, harness.Options()...)
+	addrs := make([]string, r.cluster.N())
+	for i := range addrs {
+		addrs[i] = r.cluster.Addr(i)
+	}
+	lk, err := newLinks(r.cfg.clients, addrs)
 	if err != nil {
 		return err
+	}
+	defer func() { err = errors.Join(err, lk.Close()) }()
+	var clients []*redlock.Client
+	for k := range r.cfg.clients {
+		dialed, err := harness.Dial(lk.urls(k), 1, harness.Options()...)
+		if err != nil {
+			return errors.Join(err, harness.CloseAll(clients))
+		}
+		clients = append(clients, dialed...)
 	}
 	check := checker.New()
 	var stats workload.Stats
@@ -41,15 +59,16 @@ func (r *runner) chaos(ctx context.Context, sum *summary) error {
 		workload.Run(workCtx, workload.Config{Clients: clients, Workers: r.cfg.workers, Hold: hold,
 			Check: check, Options: harness.Options()}, &stats)
 	})
-	wg.Go(func() { r.progress(workCtx, start, &stats) })
+	wg.Go(func() { r.progress(workCtx, start, &stats, lk) })
 	// The whole schedule runs even when Docker lags behind it (each heal
 	// waits for its node), so that a seed always replays every fault; the
 	// workload runs until both the schedule and the duration are done.
-	faults, faultErr := execute(ctx, r.cluster, events, start, r.say)
+	faults, faultErr := execute(ctx, r.cluster, lk, events, start, r.say)
 	if faultErr == nil {
 		sleepUntil(ctx, start.Add(r.cfg.duration))
 	}
 	stopWork()
+	lk.healAll() // workers still in a round finish sooner
 	wg.Wait()
 	closeErr := harness.CloseAll(clients)
 
@@ -67,7 +86,7 @@ func (r *runner) chaos(ctx context.Context, sum *summary) error {
 }
 
 // progress prints the workload's counts every progressEvery until ctx ends.
-func (r *runner) progress(ctx context.Context, start time.Time, stats *workload.Stats) {
+func (r *runner) progress(ctx context.Context, start time.Time, stats *workload.Stats, lk *links) {
 	ticker := time.NewTicker(progressEvery)
 	defer ticker.Stop()
 	for {
@@ -77,7 +96,7 @@ func (r *runner) progress(ctx context.Context, start time.Time, stats *workload.
 		case <-ticker.C:
 			r.say("+%5.1fs  %d sections, %d lost updates, %d lost leases, %d lock errors, %d of %d nodes faulty",
 				time.Since(start).Seconds(), stats.Sections.Load(), stats.LostUpdates.Load(),
-				stats.LostLeases.Load(), stats.LockErrors.Load(), faultyNow(r.cluster), r.cluster.N())
+				stats.LostLeases.Load(), stats.LockErrors.Load(), faultyNow(r.cluster, lk), r.cluster.N())
 		}
 	}
 }

@@ -12,12 +12,16 @@ import (
 )
 
 // event is one step of the fault schedule: at offset at, node goes under
-// kind, or is healed of it.
+// kind, or is healed of it; or, for a link fault (link set, kind empty),
+// Client client's link to node does.
 type event struct {
-	at   time.Duration
-	node int
-	kind nodes.Kind
-	heal bool
+	at     time.Duration
+	node   int
+	kind   nodes.Kind
+	link   linkKind
+	client int
+	delay  time.Duration // delayRequests
+	heal   bool
 }
 
 // Bounds of the random schedule.
@@ -30,16 +34,21 @@ const (
 	maxBlip    = 2500 * time.Millisecond
 	minExtra   = 200 * time.Millisecond // kill and restart: down for TTL plus this much
 	maxExtra   = 1500 * time.Millisecond
+	minDelay   = 20 * time.Millisecond // delayRequests, around the 100 ms node timeout
+	maxDelay   = 300 * time.Millisecond
 )
 
-// plan draws the fault schedule of a run of length d over n nodes from
-// seed alone, so that -seed replays it. The faults are the safe ones: at
-// most a minority ((n-1)/2) of the nodes is faulty at any time, and a node
-// killed or stopped stays down for longer than the TTL before it comes back
-// empty, as the README's first assumption asks (an empty node back at once
-// can complete a quorum for a second owner). Each fault hits a node that is
-// healthy then, and heals before d - settle.
-func plan(seed uint64, d time.Duration, n int, ttl time.Duration) []event {
+// plan draws the fault schedule of a run of length d over n nodes and
+// clients Clients from seed alone, so that -seed replays it. The faults
+// are the safe ones: at most a minority ((n-1)/2) of the nodes is faulty at
+// any time, counting a node whose link to one Client is under a one-way
+// fault as faulty, and a node killed or stopped stays down for longer than
+// the TTL before it comes back empty, as the README's first assumption asks
+// (an empty node back at once can complete a quorum for a second owner).
+// Each fault hits a node that is healthy then, and heals before d - settle.
+// Node faults and link faults are drawn alike, one kind of the seven at a
+// time.
+func plan(seed uint64, d time.Duration, n, clients int, ttl time.Duration) []event {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
 	type span struct {
@@ -53,9 +62,18 @@ func plan(seed uint64, d time.Duration, n int, ttl time.Duration) []event {
 		if at >= end {
 			break
 		}
-		kind := nodes.Kinds[rng.IntN(len(nodes.Kinds))]
+		var e event
+		if k := rng.IntN(len(nodes.Kinds) + len(linkKinds)); k < len(nodes.Kinds) {
+			e.kind = nodes.Kinds[k]
+		} else {
+			e.link = linkKinds[k-len(nodes.Kinds)]
+			e.client = rng.IntN(clients)
+			if e.link == delayRequests {
+				e.delay = between(minDelay, maxDelay).Round(time.Millisecond)
+			}
+		}
 		length := between(minBlip, maxBlip)
-		if kind == nodes.Kill || kind == nodes.Restart {
+		if e.kind == nodes.Kill || e.kind == nodes.Restart {
 			length = ttl + between(minExtra, maxExtra)
 		}
 		busy := make([]bool, n)
@@ -75,9 +93,12 @@ func plan(seed uint64, d time.Duration, n int, ttl time.Duration) []event {
 				healthy = append(healthy, i)
 			}
 		}
-		node := healthy[rng.IntN(len(healthy))]
-		spans = append(spans, span{node: node, from: at, to: at + length})
-		events = append(events, event{at: at, node: node, kind: kind}, event{at: at + length, node: node, kind: kind, heal: true})
+		e.node = healthy[rng.IntN(len(healthy))]
+		spans = append(spans, span{node: e.node, from: at, to: at + length})
+		e.at = at
+		healed := e
+		healed.at, healed.heal = at+length, true
+		events = append(events, e, healed)
 	}
 	// In time order; at equal times heals first, so the minority bound
 	// holds at every step.
@@ -97,21 +118,27 @@ func boolInt(b bool) int {
 	return 0
 }
 
-// execute runs the schedule from start, one event at a time. Each heal
-// returns only once the node answers again, so the events keep their
-// planned order even when Docker is slow, and with it the minority bound.
-// It stops early, without error, when ctx ends. It returns how many
-// faults it injected.
-func execute(ctx context.Context, cl *nodes.Cluster, events []event, start time.Time, say func(string, ...any)) (int, error) {
+// execute runs the schedule from start, one event at a time: node faults
+// on cl, link faults on lk. Each heal of a node returns only once the node
+// answers again, so the events keep their planned order even when Docker
+// is slow, and with it the minority bound; a link heals at once. It stops
+// early, without error, when ctx ends. It returns how many faults it
+// injected.
+func execute(ctx context.Context, cl *nodes.Cluster, lk *links, events []event, start time.Time, say func(string, ...any)) (int, error) {
 	faults := 0
 	for _, e := range events {
 		if !sleepUntil(ctx, start.Add(e.at)) {
 			return faults, nil
 		}
 		var err error
-		if e.heal {
+		switch {
+		case e.link != "" && e.heal:
+			lk.heal(e.client, e.node)
+		case e.link != "":
+			err = lk.inject(e.client, e.node, e.link, e.delay)
+		case e.heal:
 			err = cl.Heal(ctx, e.node)
-		} else {
+		default:
 			err = cl.Inject(ctx, e.node, e.kind)
 		}
 		if ctx.Err() != nil {
@@ -123,14 +150,24 @@ func execute(ctx context.Context, cl *nodes.Cluster, events []event, start time.
 		if !e.heal {
 			faults++
 		}
-		say("+%5.1fs  %-18s node %d  (%d faulty)", time.Since(start).Seconds(), e.verb(), e.node+1, faultyNow(cl))
+		say("+%5.1fs  %-22s node %d%s  (%d faulty)", time.Since(start).Seconds(), e.verb(), e.node+1, e.whose(), faultyNow(cl, lk))
 	}
 	return faults, nil
 }
 
-// verb says what the event does to the node.
+// verb says what the event does to the node or link.
 func (e event) verb() string {
 	switch {
+	case e.link == delayRequests && !e.heal:
+		return fmt.Sprintf("%s %v", e.link, e.delay)
+	case e.link != "" && !e.heal:
+		return string(e.link)
+	case e.link == holdRequests:
+		return "release requests"
+	case e.link == holdReplies:
+		return "release replies"
+	case e.link == delayRequests:
+		return "undelay requests"
 	case !e.heal && e.kind == nodes.Restart:
 		return "stop (restart)"
 	case !e.heal:
@@ -143,10 +180,19 @@ func (e event) verb() string {
 	return "start (" + string(e.kind) + ")"
 }
 
-func faultyNow(cl *nodes.Cluster) int {
+// whose names the Client of a link fault.
+func (e event) whose() string {
+	if e.link == "" {
+		return ""
+	}
+	return fmt.Sprintf(", link of client %d", e.client+1)
+}
+
+// faultyNow counts the nodes under a fault: their own, or one on a link to them.
+func faultyNow(cl *nodes.Cluster, lk *links) int {
 	faulty := 0
 	for i := range cl.N() {
-		if cl.Fault(i) != "" {
+		if cl.Fault(i) != "" || lk != nil && lk.faulty(i) {
 			faulty++
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -64,27 +63,16 @@ func CloseAll(clients []*redlock.Client) error {
 	return errors.Join(errs...)
 }
 
-// Locker takes the lock that the workload's workers take in mode.
+// Locker takes the lock that the workload's workers take in mode (fenced,
+// as every mode is): workload.Locker.
 func Locker(c *redlock.Client, mode workload.Mode, opts ...redlock.Option) func(context.Context) (*redlock.Lease, error) {
-	switch mode {
-	case workload.Fair:
-		return c.Mutex("fair", slices.Concat(opts, []redlock.Option{redlock.WithFair()})...).Lock
-	case workload.Fenced:
-		return c.Mutex("fenced", slices.Concat(opts, []redlock.Option{redlock.WithFencing()})...).Lock
-	case workload.Multi:
-		return redlock.Multi(c.Mutex("multi-a", opts...), c.Mutex("multi-b", opts...)).Lock
-	}
-	return c.Mutex("plain", opts...).Lock
+	return workload.Locker(c, mode, opts...)
 }
 
 // Record gives the checker one grant of mode's lock(s), named as the
-// workload names them.
+// workload names them, with the lease's fencing token.
 func Record(check *checker.Checker, mode workload.Mode, lease *redlock.Lease, acquired, released time.Time) {
-	names := []string{string(mode)}
-	if mode == workload.Multi {
-		names = []string{"multi-a", "multi-b"}
-	}
-	for _, name := range names {
+	for _, name := range workload.Names(mode) {
 		check.Record(checker.Grant{Name: string(mode) + ":" + name, Owner: lease.Owner(), Token: lease.Token(),
 			Acquired: acquired, Released: released, Until: lease.Until()})
 	}
