@@ -1,17 +1,39 @@
 # The two commands a newcomer needs: `make demo` and `make test`.
-# Neither installs anything: redis-server must be on PATH
-# (apt-get install -y redis-server); .ci/run installs it on a new machine.
+# Neither installs anything: redis-server must be on PATH, and make test
+# also needs spin and gcc for the model (apt-get install -y redis-server
+# spin faketime); .ci/run installs them on a new machine.
 
 GO ?= go
 PKGS := ./...
 
-.PHONY: test demo bench vet fmt-check integration chaos compose-demo
+.PHONY: test demo bench vet fmt-check integration chaos compose-demo model fuzz
 
-## test: formatting, go vet, then every test with the race detector.
+## test: formatting, go vet, every test with the race detector, the
+## examples, a short fuzz run of the reply decoders, and the model check.
 ## Tests that need redis-server skip without it, unless REDLOCK_REQUIRE_REDIS=1.
 test: fmt-check vet
+	@echo "== go test -race ./... (real redis-server nodes; about 2 minutes)"
 	$(GO) test -race -count=1 $(PKGS)
+	@echo "== examples"
 	cd examples && $(GO) vet ./... && $(GO) test -count=1 ./...
+	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory model
+
+## fuzz: every decoder of a node's script replies, fed any reply shape, for
+## FUZZTIME executions (default 200000x, about 10 s; FUZZTIME=50000000x for a
+## longer run). A count, not a duration: Go 1.26's fuzz coordinator can fail a
+## run that ends at a time limit with "context deadline exceeded" and no
+## failing input (Go issue 75804, fixed in Go 1.27).
+FUZZTIME ?= 200000x
+fuzz:
+	@echo "== fuzz the reply decoders for $(FUZZTIME)"
+	$(GO) test -run '^$$' -fuzz FuzzDecoders -fuzztime $(FUZZTIME) ./node
+
+## model: the Promela model of the protocol, checked with Spin: every
+## property must hold, and every negative variant must yield a counterexample.
+model:
+	@echo "== model: spin (model/README.md)"
+	bash model/check.sh
 
 ## demo: five local redis-server nodes, contending clients, a reentrant hold,
 ## a minority of nodes killed while locks keep working; ends with `violations: 0`.
