@@ -41,9 +41,7 @@ func (l *Lease) Extend(ctx context.Context) error {
 	round := quorum.Start(ctx, m.settings.roundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Renewed] {
 			renewed, err := c.nodes[i].Renew(ctx, batch)
-			if err != nil && !node.Answered(err) {
-				l.unsettle(i) // the renewal may still run there, after a release
-			}
+			l.called(i, err) // the renewal may still run there, after a release
 			switch {
 			case err != nil:
 				return quorum.Reply[node.Renewed]{Vote: quorum.Failed, Err: err}

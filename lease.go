@@ -52,19 +52,23 @@ type Lease struct {
 	// release leaves a tombstone there. (A call still in flight needs none:
 	// the release is queued behind it, and lateAcquire sees it fail.)
 	unsure []bool
+	// unreached[i]: no call of this lease was ever sent to node i (see
+	// node.ErrNotSent), so nothing of it can be there to release.
+	unreached []bool
 }
 
 func newLease(parent context.Context, m *Mutex, owner, hold string, start, until time.Time) *Lease {
 	ctx, cancel := context.WithCancelCause(reentrant.WithOwner(context.WithoutCancel(parent), owner))
 	l := &Lease{
-		mutex:    m,
-		owner:    owner,
-		hold:     hold,
-		acquired: start,
-		ctx:      ctx,
-		cancel:   cancel,
-		until:    until,
-		unsure:   make([]bool, len(m.client.nodes)),
+		mutex:     m,
+		owner:     owner,
+		hold:      hold,
+		acquired:  start,
+		ctx:       ctx,
+		cancel:    cancel,
+		until:     until,
+		unsure:    make([]bool, len(m.client.nodes)),
+		unreached: make([]bool, len(m.client.nodes)),
 	}
 	// Under mu: the timer may fire before AfterFunc returns.
 	l.mu.Lock()
@@ -102,9 +106,11 @@ func (l *Lease) Err() error {
 }
 
 // Until is the end of the validity window known now: no node that granted
-// or renewed this lease expires it earlier (given clocks that drift less
-// than the drift factor). It moves forward with each quorum renewal. Past
-// it, the lease is lost; Context is cancelled then at the latest.
+// or renewed this lease expires it earlier (given node clocks that run
+// fast, against this process's monotonic clock, by less than the drift
+// factor). It moves forward with each quorum renewal. Past it, the lease
+// is lost; Context is cancelled then, by a timer on this process's
+// monotonic clock (timer latency aside).
 func (l *Lease) Until() time.Time {
 	if l.parts != nil {
 		return l.multiUntil()
@@ -114,10 +120,14 @@ func (l *Lease) Until() time.Time {
 	return l.until
 }
 
-// Token is the fencing token of this grant (with WithFencing; 0 without):
-// strictly increasing per lock name. A Multi lease's is its first part's
-// (in lock order). Give it to the resource the lock
-// protects, and have the resource refuse a token lower than one it saw.
+// Token is the fencing token of this grant (with WithFencing; 0 without).
+// It is greater than the token of any lease of another owner that ended
+// (Until passed, or Unlock began) before this one was granted, as long as
+// the lock's own assumptions hold (see the README). Between overlapping
+// holds of one owner (re-entrant holds, WithOwner in two processes) tokens
+// are not ordered. A Multi lease's is its first part's (in lock order).
+// Give it to the resource the lock protects, and have the resource refuse
+// a token lower than one it saw.
 func (l *Lease) Token() uint64 { return l.token }
 
 // Owner is the owner id this lease holds the lock for.
@@ -178,10 +188,14 @@ func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 	var headMu sync.Mutex
 	head := "" // fair: the new head some node named
 	l.mu.Lock()
-	unsure := slices.Clone(l.unsure)
+	unsure, unreached := slices.Clone(l.unsure), slices.Clone(l.unreached)
 	l.mu.Unlock()
 	round := quorum.Start(context.WithoutCancel(ctx), m.settings.roundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Released] {
+			if unreached[i] {
+				// Nothing to release, and no answer to count.
+				return quorum.Reply[node.Released]{Vote: quorum.Failed, Err: fmt.Errorf("%w: nothing of this lease was sent there", node.ErrNotSent)}
+			}
 			released, named, err := m.releaseNamingHead(ctx, i, l.owner, l.hold, unsure[i])
 			if err != nil && !node.Answered(err) {
 				c.sweeper.add(m, i, l.owner, l.hold)
@@ -228,21 +242,28 @@ func (l *Lease) leaveGate() {
 	l.gateOnce.Do(func() { l.mutex.client.gates.leave(l.mutex.keys.lock) })
 }
 
-// settle records which nodes failed the winning round's acquire.
+// settle records which nodes failed the winning round's acquire without
+// an answer, and which were never sent it.
 func (l *Lease) settle(granted quorum.Tally[node.Acquired]) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	for i, reply := range granted.Replies {
-		if reply.Vote == quorum.Failed {
-			l.unsettle(i)
+		if reply.Vote != quorum.Failed {
+			continue
 		}
+		l.unsure[i] = l.unsure[i] || node.Unknown(reply.Err)
+		l.unreached[i] = errors.Is(reply.Err, node.ErrNotSent)
 	}
 }
 
-// unsettle records that a call of this lease to node i failed without an
-// answer: it may still run there, after the release.
-func (l *Lease) unsettle(i int) {
+// called records the outcome of a later call of this lease to node i (a
+// renewal): one whose fate is unknown may still run there after the
+// release; one that was sent reached the node.
+func (l *Lease) called(i int, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.unsure[i] = true
+	l.unsure[i] = l.unsure[i] || node.Unknown(err)
+	l.unreached[i] = l.unreached[i] && errors.Is(err, node.ErrNotSent)
 }
 
 // lateAcquire receives the answers of acquire calls that arrived after
@@ -258,12 +279,13 @@ func (l *Lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 	// queued after this call (see order), so it runs after it. Unknown
 	// (timed out): the call may still run after a release sent on a fresh
 	// connection, so the release leaves a tombstone there.
-	if reply.Vote == quorum.Failed {
+	unknown := reply.Vote == quorum.Failed && node.Unknown(reply.Err)
+	if unknown {
 		l.unsure[i] = true
 	}
 	released := l.released
 	l.mu.Unlock()
-	if released && reply.Vote == quorum.Failed {
+	if released && unknown {
 		// The release already went out, maybe before this node had a
 		// tombstone to refuse the acquire with: release once more.
 		l.mutex.releaseNode(context.Background(), i, l.owner, l.hold, true)

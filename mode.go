@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/quorumlock/redlock/fair"
@@ -22,6 +23,8 @@ type mode interface {
 	acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error)
 	// release drops hold on node i; a fair release names the new head.
 	release(ctx context.Context, i int, owner, hold string, tombstone time.Duration) (node.Released, string, error)
+	// undo drops the hold of k's failed attempt on node i, which granted it.
+	undo(ctx context.Context, i int, k *call, hold string) error
 	// pace adjusts the wait after a failed attempt, and says whether the
 	// next attempt asks the lead node first.
 	pace(delay time.Duration, last outcome) (time.Duration, bool)
@@ -77,6 +80,11 @@ func (p plainMode) release(ctx context.Context, i int, owner, hold string, tombs
 	return released, "", err
 }
 
+func (p plainMode) undo(ctx context.Context, i int, k *call, hold string) error {
+	_, _, err := p.release(ctx, i, k.owner, hold, 0)
+	return err
+}
+
 // pace: ask the lead node first only right after a split vote. After
 // losing the lead, ask every node again, or a stale hold left on the lead
 // node alone (a minority) would block this waiter until it expired.
@@ -122,10 +130,31 @@ func (f *fairMode) release(ctx context.Context, i int, owner, hold string, tombs
 	return f.queue.Release(ctx, i, owner, hold, tombstone)
 }
 
-// pace: each attempt is also the waiter's heartbeat in the queue.
-func (f *fairMode) pace(delay time.Duration, _ outcome) (time.Duration, bool) {
+// undo: a waiter keeps its place in the queue on the nodes that granted.
+func (f *fairMode) undo(ctx context.Context, i int, k *call, hold string) error {
+	if !k.wait {
+		_, _, err := f.release(ctx, i, k.owner, hold, 0)
+		return err
+	}
+	_, _, err := f.queue.Undo(ctx, i, k.owner, hold, k.ticket)
+	return err
+}
+
+// pace: each attempt is also the waiter's heartbeat in the queue. A node
+// that granted found this waiter at the head: the attempt met a grant
+// still being undone (the nodes named different heads for a moment), so
+// try again after a few milliseconds, not after a notice that may not
+// come from a quorum.
+func (f *fairMode) pace(delay time.Duration, last outcome) (time.Duration, bool) {
+	if last.votes > 0 {
+		delay = min(delay, rand.N(fairRetryJitter)+time.Millisecond)
+	}
 	return min(delay, f.queue.Heartbeat()), false
 }
+
+// fairRetryJitter spreads the retries of waiters that each found
+// themselves at the head of some node's queue: a few round trips.
+const fairRetryJitter = 8 * time.Millisecond
 
 func (f *fairMode) dequeue(ctx context.Context, nodes []int, owner string) {
 	f.queue.Leave(ctx, nodes, owner)

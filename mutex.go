@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/quorumlock/redlock/node"
@@ -33,7 +34,10 @@ func (m *Mutex) Name() string { return m.name }
 // a new Lease for the extra hold. Without one, each Lock is a new owner.
 //
 // When ctx ends first, the error matches both ErrNotAcquired and ctx's
-// error, and nothing is left locked on any node.
+// error. Before Lock returns, every node that may have granted was sent a
+// release, each awaited up to the node timeout; a release that a node did
+// not answer is retried in the background, and until it lands (or the
+// hold's TTL ends) the hold stays on that node.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 	return m.acquire(ctx, true)
 }
@@ -67,6 +71,21 @@ type call struct {
 	ticket  int64                       // fair mode: this waiter's place in the queue
 	watcher *pubsub.Watcher             // release notices, once waiting
 	granted quorum.Tally[node.Acquired] // the winning round, for fair clean-up
+	undos   []<-chan struct{}           // undos of failed attempts still running
+}
+
+// undoing records the undo of a failed attempt, running in the
+// background until done is closed; those already finished are dropped.
+func (k *call) undoing(done <-chan struct{}) {
+	k.undos = slices.DeleteFunc(k.undos, func(undo <-chan struct{}) bool {
+		select {
+		case <-undo:
+			return true
+		default:
+			return false
+		}
+	})
+	k.undos = append(k.undos, done)
 }
 
 func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
@@ -162,6 +181,14 @@ func (k *call) watch(ctx context.Context) {
 
 // finish ends the call with lease (nil when it failed).
 func (k *call) finish(ctx context.Context, lease *Lease) {
+	if lease == nil {
+		// Giving up: nothing of this call may stay locked when it returns.
+		// A granted call leaves the undos to finish on their own (each
+		// bounded by the node timeout): they drop holds of its own owner.
+		for _, done := range k.undos {
+			<-done
+		}
+	}
 	if k.watcher != nil {
 		k.watcher.Leave(lease != nil)
 	}

@@ -50,7 +50,9 @@ func (m *Mutex) newPacer() *pacer {
 //   - After a split vote: a short random delay, growing with each split in
 //     a row, so contenders stop colliding (no livelock).
 //   - While another owner holds the lock: its remaining TTL (the notice of
-//     its release normally comes first), capped by WithRetry's BackOff.
+//     its release normally comes first), capped by WithRetry's BackOff;
+//     when that owner was seen on fewer than a quorum of nodes (the others
+//     silent), no longer than the exponential backoff.
 //   - After losing the lead node to another contender: the exponential
 //     backoff, capped by the lead's TTL and WithRetry's BackOff.
 //   - Otherwise (node errors): WithRetry's BackOff, or an exponential one.
@@ -64,6 +66,12 @@ func (p *pacer) next(o outcome) (time.Duration, bool) {
 	wait := time.Duration(-1)
 	if o.held && o.minPTTL >= 0 {
 		wait = o.minPTTL + pttlMargin
+		if !o.seen {
+			// Seen on fewer than a quorum, the other nodes silent: it
+			// may be an attempt that failed, whose undo wakes no one
+			// (its notices come from fewer than a quorum of nodes).
+			wait = min(wait, p.fallback.NextBackOff())
+		}
 	}
 	if o.leadLost {
 		// Whoever took the lead node may still lose the round (and its

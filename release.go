@@ -32,7 +32,9 @@ func (m *Mutex) onNodes(ctx context.Context, nodes []int, fn func(ctx context.Co
 // waiter. uncertain says that the acquire's fate on the node is unknown
 // (it timed out, or has not answered yet): then the release leaves a
 // tombstone that refuses the acquire if it arrives later. When the node
-// does not answer, the Client's sweeper tries again until it does.
+// does not answer (or was not sent it: the node is down), the Client's
+// sweeper tries again until it does (at most 10,000 per node; past that
+// the oldest are dropped and expire at their TTL).
 func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, uncertain bool) {
 	ctx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
 	defer cancel()
@@ -40,6 +42,20 @@ func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, unce
 		m.client.nodeError(&m.settings, i, err)
 		if !node.Answered(err) {
 			m.client.sweeper.add(m, i, owner, hold)
+		}
+	}
+}
+
+// undoGrant drops the hold of k's failed attempt on node i, which granted
+// it; as releaseNode otherwise (the sweeper retries it when the node does
+// not answer).
+func (m *Mutex) undoGrant(ctx context.Context, i int, k *call, hold string) {
+	ctx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
+	defer cancel()
+	if err := m.mode.undo(ctx, i, k, hold); err != nil {
+		m.client.nodeError(&m.settings, i, err)
+		if !node.Answered(err) {
+			m.client.sweeper.add(m, i, k.owner, hold)
 		}
 	}
 }

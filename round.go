@@ -16,6 +16,7 @@ import (
 type outcome struct {
 	votes    int
 	held     bool          // one other owner holds it on enough nodes to block us
+	seen     bool          // held, and that owner was seen on a quorum of nodes
 	leadLost bool          // another contender took the lead node first
 	split    bool          // no owner can have a quorum: contenders split the votes
 	minPTTL  time.Duration // the blocking holder's smallest remaining TTL; -1 if unknown
@@ -83,15 +84,15 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, o
 	if tally.Yes >= need && time.Now().Before(until) && ctx.Err() == nil {
 		lease := newLease(ctx, m, owner, hold, start, until)
 		lease.order = order
-		if leadReply.Vote == quorum.Failed {
-			// The lead node was asked twice: the first copy, fate
-			// unknown, may still arrive after the release.
-			lease.unsettle(lead0)
-		}
 		// Every answer in by now is in this tally, and every later one
 		// goes to lateAcquire: none is missed.
 		k.granted = round.Detach(lease.lateAcquire)
 		lease.settle(k.granted)
+		if leadReply.Vote == quorum.Failed {
+			// The lead node was asked twice: the first copy, fate
+			// unknown, may still arrive after the release.
+			lease.called(lead0, leadReply.Err)
+		}
 		if s.fencing {
 			if err := lease.fence(ctx); err != nil {
 				// The call keeps its gate entry (finish leaves it), so
@@ -105,32 +106,73 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, o
 	}
 
 	// Failed: let the round finish (each call is bounded by the node
-	// timeout), then undo what any node may have granted.
+	// timeout; a node known to be down fails at once, see node.ErrNotSent),
+	// so that the outcome and the error count every node's answer.
 	tally = round.WaitAll(context.WithoutCancel(ctx))
 	result := m.describeFailure(ctx, tally, need, until)
-	undo := context.WithoutCancel(ctx)
-	// A call whose fate is unknown may still run after the release: the
-	// release there leaves a tombstone. The lead node asked twice counts,
-	// whatever its second answer.
-	unsure := func(i int, vote quorum.Vote) bool {
-		return vote == quorum.Failed || (i == lead0 && leadReply.Vote == quorum.Failed)
+	done := m.undo(ctx, k, round, owner, hold, lead0, leadReply)
+	if k.wait {
+		// The next attempt need not wait for releases to nodes that did
+		// not answer (a paused node costs the node timeout each); the call
+		// waits for them when it gives up (call.finish).
+		k.undoing(done)
+	} else {
+		<-done
 	}
+	return nil, result
+}
+
+// undo releases the hold of a failed attempt on every node that may have
+// granted it. Nodes that granted are released before it returns: a hold
+// left there while its owner tries again would be re-entered by the next
+// attempt and could stall every waiter. Nodes whose answer is unknown
+// (a call failed without an answer, or the lead node was asked twice)
+// are released in the background, with a tombstone; nodes still silent
+// are released when they answer (a grant), or with a tombstone (no
+// answer). A call that was never sent (node.ErrNotSent) needs nothing.
+// done is closed once all of that has happened (each call bounded by the
+// node timeout; a release that is not answered goes on in the Client's
+// sweeper). lead0 is the lead node asked first (-1: none), leadFirst its
+// first answer.
+func (m *Mutex) undo(ctx context.Context, k *call, round *quorum.Round[node.Acquired], owner, hold string,
+	lead0 int, leadFirst quorum.Reply[node.Acquired]) (done <-chan struct{}) {
+	c, undo := m.client, context.WithoutCancel(ctx)
+	fateUnknown := func(reply quorum.Reply[node.Acquired]) bool {
+		return reply.Vote == quorum.Failed && node.Unknown(reply.Err)
+	}
+	unsure := func(i int, reply quorum.Reply[node.Acquired]) bool {
+		return fateUnknown(reply) || (i == lead0 && fateUnknown(leadFirst))
+	}
+	late := make(chan struct{}, len(c.nodes))
 	answered := round.Detach(func(i int, reply quorum.Reply[node.Acquired]) {
-		if reply.Vote != quorum.No || unsure(i, reply.Vote) {
-			m.releaseNode(undo, i, owner, hold, unsure(i, reply.Vote))
+		defer func() { late <- struct{}{} }()
+		if reply.Vote == quorum.Yes || unsure(i, reply) {
+			m.releaseNode(undo, i, owner, hold, unsure(i, reply))
 		}
 		if !k.wait {
 			m.mode.dequeue(undo, []int{i}, owner) // TryLock's late answer may have queued it
 		}
 	})
-	var mayHold []int
+	var granted, unknown []int
 	for i, reply := range answered.Replies {
-		if reply.Vote == quorum.Yes || unsure(i, reply.Vote) {
-			mayHold = append(mayHold, i)
+		switch {
+		case reply.Vote == quorum.Pending:
+		case unsure(i, reply):
+			unknown = append(unknown, i)
+		case reply.Vote == quorum.Yes:
+			granted = append(granted, i)
 		}
 	}
-	m.releaseNodes(undo, mayHold, owner, hold, func(i int) bool { return unsure(i, answered.Replies[i].Vote) })
-	return nil, result
+	m.onNodes(undo, granted, func(ctx context.Context, i int) { m.undoGrant(ctx, i, k, hold) })
+	finished := make(chan struct{})
+	c.background.Go(func() {
+		defer close(finished)
+		m.releaseNodes(undo, unknown, owner, hold, func(int) bool { return true })
+		for range len(answered.Replies) - answered.Answered {
+			<-late
+		}
+	})
+	return finished
 }
 
 // describeFailure turns a failed round into the error TryLock returns and
@@ -139,6 +181,7 @@ func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acq
 	result := outcome{votes: tally.Yes, minPTTL: -1}
 	replies := slices.Clone(tally.Replies)
 	refusals := make(map[string]int) // holder fingerprint → nodes it holds
+	silent := 0                      // nodes whose vote is unknown: they may hold it for anyone
 	for i, reply := range replies {
 		switch reply.Vote {
 		case quorum.No:
@@ -147,6 +190,13 @@ func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acq
 			// Still silent when the round ended: failed, as far as
 			// this attempt can tell.
 			replies[i] = quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: context.DeadlineExceeded}
+			silent++
+		case quorum.Failed:
+			// A call never sent (the node is down) voted for no one
+			// in this round: it does not make a split look held.
+			if node.Unknown(reply.Err) {
+				silent++
+			}
 		}
 	}
 	v := verdictOf(m, replies, need)
@@ -164,8 +214,9 @@ func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acq
 	}
 	// Held: one owner has, or may have (counting the silent nodes), a
 	// quorum. Split: no owner can, so every contender backs off briefly.
-	result.held = holds > 0 && holds+len(v.nodeErrs) >= need
-	result.split = !result.held && len(v.nodeErrs) == 0 && v.yes < need
+	result.held = holds > 0 && holds+silent >= need
+	result.seen = holds >= need
+	result.split = !result.held && silent == 0 && v.yes < need
 	switch {
 	case ctx.Err() != nil:
 		result.err = gaveUp(ctx, errors.Join(v.nodeErrs...))

@@ -193,10 +193,8 @@ func (w *watchdog) renew(batch []*Lease) {
 	round := quorum.Start(w.ctx, timeout, len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[[]node.Renewed] {
 			renewed, err := c.nodes[i].Renew(ctx, items)
-			if err != nil && !node.Answered(err) {
-				for _, l := range leases {
-					l.unsettle(i) // the renewal may still run there, after a release
-				}
+			for _, l := range leases {
+				l.called(i, err) // the renewal may still run there, after a release
 			}
 			if err != nil {
 				return quorum.Reply[[]node.Renewed]{Vote: quorum.Failed, Err: err}

@@ -49,6 +49,13 @@ func (q *Queue) Release(ctx context.Context, i int, owner, hold string, tombston
 	return q.Nodes[i].ReleaseFair(ctx, q.Keys, q.Channel, owner, hold, tombstone)
 }
 
+// Undo drops hold on node i, which granted it in an attempt that failed,
+// and puts owner back in the queue with ticket: the waiter tries again,
+// and every node must still name the same head.
+func (q *Queue) Undo(ctx context.Context, i int, owner, hold string, ticket int64) (node.Released, string, error) {
+	return q.Nodes[i].ReleaseFairKeepingPlace(ctx, q.Keys, q.Channel, owner, hold, ticket, q.QueueTimeout)
+}
+
 // Leave takes owner off the queue of the given nodes and waits for every
 // one of them (each call bounded by NodeTimeout). Where the lock is free,
 // the new head is told.

@@ -72,6 +72,7 @@ func TestQueue_leave(t *testing.T) {
 	nodes := make([]*node.Node, len(clients))
 	for i, client := range clients {
 		nodes[i] = node.New(i, cluster.Addrs()[i], client)
+		t.Cleanup(nodes[i].Wait) // stops its prober, if a node went down
 	}
 	var mu sync.Mutex
 	failed := map[int]bool{}
@@ -116,6 +117,7 @@ func TestClock_measuresTheNodesTime(t *testing.T) {
 	nodes := make([]*node.Node, len(clients))
 	for i, client := range clients {
 		nodes[i] = node.New(i, cluster.Addrs()[i], client)
+		t.Cleanup(nodes[i].Wait) // stops its prober, if a node went down
 	}
 	q := &fair.Queue{Nodes: nodes, Keys: node.Keys{Fence: "f"}, NodeTimeout: time.Second}
 	behind := fair.Clock{Local: func() time.Time { return time.Now().Add(-5 * time.Second) }}

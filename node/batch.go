@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -26,6 +27,7 @@ type batcher struct {
 	queue   []*pending
 	running bool // a caller or the flusher is sending
 	flusher sync.WaitGroup
+	health  breaker
 }
 
 type pending struct {
@@ -40,6 +42,12 @@ type pending struct {
 // run sends the script call and waits for its reply or ctx; order (may be
 // nil) learns when the call has its place in the queue.
 func (b *batcher) run(ctx context.Context, order *Order, script *luaScript, keys []string, args ...any) *redis.Cmd {
+	if err := b.health.allow(); err != nil {
+		order.placed()
+		cmd := redis.NewCmd(ctx)
+		cmd.SetErr(err)
+		return cmd
+	}
 	p := &pending{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
@@ -94,7 +102,7 @@ func (b *batcher) sendQueued() {
 		if err := p.ctx.Err(); err != nil {
 			// Its caller has given up: never sent, so it cannot run late.
 			p.cmd = redis.NewCmd(p.ctx)
-			p.cmd.SetErr(err)
+			p.cmd.SetErr(fmt.Errorf("%w: %w", ErrNotSent, err))
 			close(p.done)
 			continue
 		}
@@ -111,9 +119,11 @@ func (b *batcher) sendQueued() {
 		// reach the node first on another connection.
 		p := batch[0]
 		ctx, cancel := batchContext(batch)
+		sent := time.Now()
 		p.cmd = p.script.Run(ctx, b.client, p.keys, p.args...)
 		cancel()
 		b.markLoaded(p.script, p.cmd.Err())
+		b.health.record(Answered(p.cmd.Err()), p.cmd.Err(), time.Since(sent))
 		close(p.done)
 		return
 	}
@@ -145,10 +155,17 @@ func (b *batcher) sendPipeline(batch []*pending) {
 	for i, p := range batch {
 		cmds[i] = pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
 	}
+	sent := time.Now()
 	_, _ = pipe.Exec(ctx) // each command carries its own error
+	answered, last := false, error(nil)
 	for i, p := range batch {
 		p.cmd = cmds[i]
 		b.markLoaded(p.script, p.cmd.Err())
+		answered = answered || Answered(p.cmd.Err())
+		last = p.cmd.Err()
+	}
+	b.health.record(answered, last, time.Since(sent))
+	for _, p := range batch {
 		close(p.done)
 	}
 }
@@ -186,5 +203,8 @@ func batchContext(batch []*pending) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.Background(), latest)
 }
 
-// wait returns once no flusher is running.
-func (b *batcher) wait() { b.flusher.Wait() }
+// wait stops the prober and returns once no goroutine is running.
+func (b *batcher) wait() {
+	b.health.close()
+	b.flusher.Wait()
+}

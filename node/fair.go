@@ -46,6 +46,19 @@ func (n *Node) ReleaseFair(ctx context.Context, keys Keys, channel, owner, hold 
 	return decodeReleasedFair(reply)
 }
 
+// ReleaseFairKeepingPlace is ReleaseFair for the undo of a failed attempt
+// by a waiter that will try again: owner goes back in the queue with
+// ticket (and a heartbeat), where the grant had taken it off.
+func (n *Node) ReleaseFairKeepingPlace(ctx context.Context, keys Keys, channel, owner, hold string,
+	ticket int64, queueTimeout time.Duration) (Released, string, error) {
+	reply, err := n.run(ctx, releaseFairScript, []string{keys.Lock, keys.Gone, keys.Queue, keys.Alive},
+		owner, hold, channel, "0", strconv.FormatInt(ticket, 10), milliseconds(queueTimeout)).Result()
+	if err != nil {
+		return 0, "", err
+	}
+	return decodeReleasedFair(reply)
+}
+
 func decodeReleasedFair(reply any) (Released, string, error) {
 	deleted, ok := reply.([]any)
 	if !ok {

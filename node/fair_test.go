@@ -7,6 +7,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
 )
 
 // Nodes that received the waiters' enqueues in different orders still
@@ -92,4 +93,56 @@ func TestRaiseFence_neverLowers(t *testing.T) {
 			t.Fatalf("RaiseFence(%d) = %d, %v; want %d", step.token, got, err, step.want)
 		}
 	}
+}
+
+// The undo of a failed attempt puts the waiter back in the queue with its
+// ticket: the grant had taken it off this node's queue, and without its
+// place the nodes would name different heads. A plain release does not.
+func TestReleaseFairKeepingPlace_putsTheWaiterBack(t *testing.T) {
+	cluster := redistest.Start(t, 1)
+	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
+	admin := cluster.Admin(t, 0)
+	ctx := context.Background()
+	keys := keysOf("redlock:{k}")
+	const ttl, queueTimeout = time.Minute, time.Minute
+	// w1 (ticket 100) is granted; w2 (ticket 200) queues behind it.
+	if got, err := n.AcquireFair(ctx, nil, keys, "c", "w1", "w1-a", ttl, 100, queueTimeout); err != nil || !got.Granted {
+		t.Fatalf("w1: %+v, %v", got, err)
+	}
+	if got, err := n.AcquireFair(ctx, nil, keys, "c", "w2", "w2-a", ttl, 200, queueTimeout); err != nil || got.Granted {
+		t.Fatalf("w2: %+v, %v", got, err)
+	}
+	// w1's attempt failed elsewhere: undone here, w1 keeps its place.
+	released, head, err := n.ReleaseFairKeepingPlace(ctx, keys, "c", "w1", "w1-a", 100, queueTimeout)
+	if err != nil || released != node.LockDeleted || head != fingerprint(t, admin, "w1") {
+		t.Fatalf("undo = %v, head %q, %v; want deleted, naming w1 as the head", released, head, err)
+	}
+	queue, err := admin.ZRangeWithScores(ctx, keys.Queue, 0, -1).Result()
+	if err != nil || len(queue) != 2 || queue[0].Member != "w1" || queue[0].Score != 100 || queue[1].Member != "w2" {
+		t.Fatalf("queue after the undo: %v, %v; want w1 (100) then w2", queue, err)
+	}
+	if got, err := n.AcquireFair(ctx, nil, keys, "c", "w2", "w2-b", ttl, 200, queueTimeout); err != nil || got.Granted || !got.Behind {
+		t.Fatalf("w2 after the undo: %+v, %v; want refused behind w1", got, err)
+	}
+	// A plain release of a granted hold leaves the queue as it is.
+	if got, err := n.AcquireFair(ctx, nil, keys, "c", "w1", "w1-b", ttl, 100, queueTimeout); err != nil || !got.Granted {
+		t.Fatalf("w1 again: %+v, %v", got, err)
+	}
+	if _, _, err := n.ReleaseFair(ctx, keys, "c", "w1", "w1-b", 0); err != nil {
+		t.Fatal(err)
+	}
+	if queue, _ := admin.ZRange(ctx, keys.Queue, 0, -1).Result(); len(queue) != 1 || queue[0] != "w2" {
+		t.Fatalf("queue after w1's release: %v, want [w2]", queue)
+	}
+}
+
+func fingerprint(t *testing.T, admin interface {
+	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+}, owner string) string {
+	t.Helper()
+	got, err := admin.Eval(context.Background(), "return string.sub(redis.sha1hex(ARGV[1]), 1, 16)", nil, owner).Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }

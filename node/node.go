@@ -60,11 +60,19 @@ type Node struct {
 
 // New wraps client as the node at position index.
 func New(index int, addr string, client Client) *Node {
-	return &Node{index: index, addr: addr, client: client, calls: &batcher{client: client, loaded: make(map[*luaScript]bool)}}
+	b := &batcher{client: client, loaded: make(map[*luaScript]bool)}
+	b.health.ping = func(ctx context.Context) error {
+		pipe := client.Pipeline()
+		ping := pipe.Ping(ctx)
+		_, _ = pipe.Exec(ctx)
+		return ping.Err()
+	}
+	return &Node{index: index, addr: addr, client: client, calls: b}
 }
 
-// Wait returns once no goroutine of the node is running (call it after the
-// last call returned, e.g. from Client.Close).
+// Wait stops the node's background work and returns once no goroutine of
+// the node is running (call it after the last call returned, e.g. from
+// Client.Close).
 func (n *Node) Wait() { n.calls.wait() }
 
 // run runs script on the node, sharing a round trip with concurrent calls.

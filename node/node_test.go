@@ -15,7 +15,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 func oneNode(t *testing.T) (*node.Node, *redistest.Cluster) {
 	t.Helper()
 	cluster := redistest.Start(t, 1)
-	return node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0]), cluster
+	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
+	t.Cleanup(n.Wait) // stops its prober, if the node went down
+	return n, cluster
 }
 
 func TestAcquireReleaseCycle(t *testing.T) {

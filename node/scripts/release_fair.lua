@@ -11,6 +11,11 @@
 -- ARGV[3]  release channel; payload "<hold id> <head fingerprint>", the
 --          fingerprint empty when no one waits
 -- ARGV[4]  tombstone lifetime in milliseconds, or "0" (see release.lua)
+-- ARGV[5]  optional: the owner's ticket, to put it back in the queue (the
+--          undo of a failed attempt by a waiter that will try again: the
+--          grant took it off this node's queue, and without its place here
+--          the nodes would name different heads and split their votes)
+-- ARGV[6]  with ARGV[5]: the queue timeout in milliseconds
 --
 -- Reply: as release.lua, except that deleting the lock replies
 --        {2, head fingerprint} (empty when no one waits), so that the
@@ -26,6 +31,13 @@ if life > 0 then
   if redis.call('PTTL', KEYS[2]) < life then
     redis.call('PEXPIRE', KEYS[2], life)
   end
+end
+if ARGV[5] then
+  local timeout = tonumber(ARGV[6])
+  redis.call('ZADD', KEYS[3], 'NX', ARGV[5], ARGV[1])
+  redis.call('ZADD', KEYS[4], now + timeout, ARGV[1])
+  redis.call('PEXPIRE', KEYS[3], 2 * timeout)
+  redis.call('PEXPIRE', KEYS[4], 2 * timeout)
 end
 local fields = redis.call('HMGET', KEYS[1], 'owner', ARGV[2])
 local holder, held = fields[1], fields[2]
