@@ -41,11 +41,10 @@ func lockName(kind string) string {
 func runContended(b *testing.B, cfg config, set *nodes, l lib) {
 	r, err := l.setup(set, cfg.workers, lockName("contended"), cfg.hold)
 	closeRig, warmCtx := ready(b, r, err)
-	before, err := set.commandCount(warmCtx)
+	before, err := set.snapshot(warmCtx, r.calls)
 	if err != nil {
 		b.Fatal(err)
 	}
-	callsBefore := r.calls.n.Load()
 
 	b.ResetTimer()
 	logs, deadline := contend(r.lockers, cfg.hold, cfg.duration)
@@ -53,14 +52,18 @@ func runContended(b *testing.B, cfg config, set *nodes, l lib) {
 	if err := closeRig(); err != nil { // lets late releases finish before counting
 		b.Errorf("close: %v", err)
 	}
-	after, err := set.commandCount(context.Background())
+	after, err := set.snapshot(context.Background(), r.calls)
 	if err != nil {
 		b.Fatal(err)
 	}
+	spent := after.since(set, before)
 
 	for i, log := range logs {
 		if log.err != nil {
 			b.Errorf("worker %d: %d unexpected errors, first: %v", i, log.errs, log.err)
+		}
+		if log.unlockErr != nil {
+			b.Errorf("worker %d: %d Unlock errors, last: %v", i, log.unlockErrs, log.unlockErr)
 		}
 	}
 	st := analyze(logs, deadline)
@@ -81,8 +84,9 @@ func runContended(b *testing.B, cfg config, set *nodes, l lib) {
 	if len(st.gaps) > 0 {
 		b.ReportMetric(100*float64(st.regrabs)/float64(len(st.gaps)), "regrab-%")
 	}
-	b.ReportMetric(float64(set.commandsBetween(before, after))/sections, "cmds/section")
-	b.ReportMetric(float64(r.calls.n.Load()-callsBefore)/sections, "calls/section")
+	b.ReportMetric(float64(spent.cmds)/sections, "cmds/section")
+	b.ReportMetric(float64(spent.calls)/sections, "calls/section")
+	b.ReportMetric(micros(spent.redisCPU)/sections, "redis-cpu-µs/section")
 }
 
 // section is one critical section, as its worker saw it.
@@ -97,8 +101,12 @@ type section struct {
 type workerLog struct {
 	sections []section
 	cut      time.Duration // how long the Lock the run's end cut short had waited
-	errs     int           // unexpected errors; the worker stops at the first
+	errs     int           // unexpected Lock errors; the worker stops at the first
 	err      error
+	// Unlock errors: the worker goes on (a release that found no quorum
+	// still ends the lease); a run without faults must have none.
+	unlockErrs int
+	unlockErr  error
 }
 
 // contend runs the workers until d has passed and returns their logs and
@@ -133,8 +141,8 @@ func work(ctx context.Context, worker int, l locker, hold time.Duration) workerL
 		time.Sleep(hold)
 		s.released = time.Now()
 		if err := unlock(); err != nil {
-			log.errs, log.err = 1, fmt.Errorf("unlock: %w", err)
-			return log
+			log.unlockErrs++
+			log.unlockErr = err
 		}
 		log.sections = append(log.sections, s)
 	}
