@@ -25,9 +25,9 @@ type mode interface {
 	release(ctx context.Context, i int, owner, hold string, tombstone time.Duration) (node.Released, string, error)
 	// undo drops the hold of k's failed attempt on node i, which granted it.
 	undo(ctx context.Context, i int, k *call, hold string) error
-	// pace adjusts the wait after k's failed attempt, and says whether the
+	// pace adjusts the wait after a failed attempt, and says whether the
 	// next attempt asks the lead node first.
-	pace(k *call, delay time.Duration, last outcome) (time.Duration, bool)
+	pace(delay time.Duration, last outcome) (time.Duration, bool)
 	// dequeue takes owner off the queue of the given nodes, where an
 	// acquire may have queued it (plain: there is no queue).
 	dequeue(ctx context.Context, nodes []int, owner string)
@@ -85,20 +85,10 @@ func (p plainMode) undo(ctx context.Context, i int, k *call, hold string) error 
 	return err
 }
 
-// pace: ask the lead node first right after a split vote, and (in the
-// wait loop) after a release notice once this call has met rivals: other
-// Clients' waiters, whom a release wakes all at once; asked all at once
-// the nodes would split their votes among them, while a loser at the lead
-// node costs one call, not one per node. Woken by its timer instead (no
-// notice came), a waiter asks every node, or a stale hold left on the
-// lead node alone (a minority) would block it until it expired. A waiter
-// that never met a rival keeps its one-round attempts.
-func (plainMode) pace(k *call, delay time.Duration, last outcome) (time.Duration, bool) {
-	if last.split || last.leadLost || (k.woken && last.held) {
-		// Someone else contends: it split the votes, took the lead node
-		// first, or took the lock between its release and this attempt.
-		k.rivals = true
-	}
+// pace: ask the lead node first only right after a split vote. After
+// losing the lead, ask every node again, or a stale hold left on the lead
+// node alone (a minority) would block this waiter until it expired.
+func (plainMode) pace(delay time.Duration, last outcome) (time.Duration, bool) {
 	return delay, last.split
 }
 
@@ -155,7 +145,7 @@ func (f *fairMode) undo(ctx context.Context, i int, k *call, hold string) error 
 // still being undone (the nodes named different heads for a moment), so
 // try again after a few milliseconds, not after a notice that may not
 // come from a quorum.
-func (f *fairMode) pace(_ *call, delay time.Duration, last outcome) (time.Duration, bool) {
+func (f *fairMode) pace(delay time.Duration, last outcome) (time.Duration, bool) {
 	if last.votes > 0 {
 		delay = min(delay, rand.N(fairRetryJitter)+time.Millisecond)
 	}

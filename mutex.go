@@ -72,8 +72,6 @@ type call struct {
 	watcher *pubsub.Watcher             // release notices, once waiting
 	granted quorum.Tally[node.Acquired] // the winning round, for fair clean-up
 	undos   []<-chan struct{}           // undos of failed attempts still running
-	woken   bool                        // the last wait ended with a release notice
-	rivals  bool                        // plain: met other contenders (a split vote, a lost lead)
 }
 
 // undoing records the undo of a failed attempt, running in the
@@ -115,7 +113,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
 		return nil, err
 	}
 	pacer := m.newPacer()
-	contended := false // the next attempt asks the lead node first (see mode.pace)
+	contended := false // the last attempt split the votes or lost the lead
 	for {
 		if err := ctx.Err(); err != nil {
 			k.finish(ctx, nil)
@@ -154,15 +152,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
 			k.finish(ctx, nil)
 			return nil, outcome.err
 		}
-		delay, contended = m.mode.pace(k, delay, outcome)
+		delay, contended = m.mode.pace(delay, outcome)
 		timer := time.NewTimer(delay)
-		k.woken = false
 		select {
 		case <-k.watcher.Wake():
-			// A release on a quorum of nodes woke this waiter, and every
-			// rival too: ask the lead node first (see mode.pace).
-			k.woken = true
-			contended = contended || k.rivals
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
