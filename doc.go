@@ -7,8 +7,9 @@
 // A lock is granted when a quorum of the nodes (a majority by default)
 // accepted it within its validity window: the TTL less the time the round
 // took and an allowance for clock drift (TTL*driftFactor + 2ms). The lease
-// is valid until Lease.Until; its Context is cancelled then at the latest,
-// or as soon as it is released.
+// is valid until Lease.Until; its Context is cancelled then (by a timer on
+// this process's monotonic clock, timer latency aside), or as soon as it is
+// released.
 //
 //	c, err := redlock.Dial([]string{"redis://a:6379", "redis://b:6379", "redis://c:6379"})
 //	...
@@ -20,10 +21,12 @@
 // # Guarantees and their assumptions
 //
 // Two owners never both hold a valid lease on one name, provided that:
-//   - a quorum of nodes does not lose acknowledged keys: nodes run with
-//     AOF and appendfsync always, or a node that restarts empty stays away
-//     for longer than the longest TTL;
-//   - node clocks run fast by less than the drift factor;
+//   - no node loses an acknowledged key within the longest TTL: every node
+//     runs with AOF, appendfsync always and maxmemory-policy noeviction,
+//     or a node that comes back empty stays away for longer than the
+//     longest TTL (one node back empty at once can break the lock);
+//   - node clocks run fast, against the client's monotonic clock, by less
+//     than the drift factor;
 //   - the holder stops acting on the protected resource when its lease's
 //     Context is done.
 //
@@ -47,7 +50,8 @@
 // quorum renewal lands in time. Lock waits for release notices over one
 // Pub/Sub connection per node, not by polling; goroutines of one Client
 // queue locally for a lock, in arrival order. WithFair orders waiters of
-// all Clients by arrival; WithFencing gives every grant a token strictly
-// increasing per name; Multi takes several mutexes, of one or several
-// Clients, all or nothing.
+// all Clients by arrival; WithFencing gives every grant a token that is
+// greater than that of any other owner's lease that ended before it was
+// granted, while the assumptions above hold (see Lease.Token); Multi takes
+// several mutexes, of one or several Clients, all or nothing.
 package redlock

@@ -168,8 +168,9 @@ func WithNodeTimeout(d time.Duration) Option { return func(s *settings) { s.node
 
 // WithRetry sets the backoff Lock waits between attempts when no release
 // notice comes (default: wait for the holder's remaining TTL, and back off
-// exponentially from 100 ms to 2 s when the nodes report none). The
-// function is called once per Lock, so each call gets a fresh BackOff.
+// exponentially from 50 ms up to 2 s, each wait ±50 % at random, when the
+// nodes report none). The function is called once per Lock, so each call
+// gets a fresh BackOff.
 func WithRetry(newBackOff func() backoff.BackOff) Option {
 	return func(s *settings) { s.retry = newBackOff }
 }
@@ -183,8 +184,10 @@ func WithFair() Option { return func(s *settings) { s.fair = true } }
 func WithQueueTimeout(d time.Duration) Option { return func(s *settings) { s.queueTimeout = d } }
 
 // WithFencing makes every grant carry a fencing token (Lease.Token): when
-// one lease ended (Until passed, or Unlock began) before another was
-// granted, the later token is greater. It costs two round trips per grant,
+// a lease of one owner ended (Until passed, or Unlock began) before a
+// lease of another owner was granted, the later token is greater, while
+// the lock's own assumptions hold; tokens of overlapping holds of one
+// owner are not ordered. It costs two round trips per grant,
 // after the lock is granted: one reads the nodes' counters and clocks, one
 // writes the token back to a quorum before Lock returns. Tokens are about
 // the nodes' clocks in microseconds, so that they keep increasing when

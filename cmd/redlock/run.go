@@ -15,8 +15,9 @@ const runUsage = `usage: redlock run [-nodes URLs] -name NAME [flags] -- CMD [AR
 
 Takes the lock NAME over the nodes (renewed every TTL/3 while CMD runs),
 runs CMD with redlock's stdin, stdout and stderr, releases the lock when CMD
-exits and exits with CMD's status. Two "redlock run" on one name never run
-their commands at the same time. SIGINT, SIGTERM, SIGHUP and SIGQUIT are
+exits and exits with CMD's status. Two "redlock run" on one name never hold
+the lock at the same time; a CMD whose lock was lost can run on until it
+stops at SIGTERM or is killed after -grace (below). SIGINT, SIGTERM, SIGHUP and SIGQUIT are
 passed on to CMD. CMD stays in redlock's process group so that it can use
 the terminal; a Ctrl-C there reaches it directly as well.
 
@@ -28,7 +29,8 @@ script should exec its last command or pass them on to its children.
 
 CMD's environment also has REDLOCK_NAME (the lock name), REDLOCK_OWNER (the
 owner id: a Go program re-enters the lock with redlock.WithOwner) and, with
--fencing, REDLOCK_TOKEN (a number larger than any earlier holder's: pass it
+-fencing, REDLOCK_TOKEN (larger than that of any other owner whose lease
+ended before this one was granted: pass it
 to the resource so that it can refuse writes from a holder that lost the
 lock without noticing).
 
