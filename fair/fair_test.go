@@ -68,12 +68,7 @@ func TestForHead_wakesOnlyTheNamedHead(t *testing.T) {
 // answer is reported, not waited for past the node timeout.
 func TestQueue_leave(t *testing.T) {
 	cluster := redistest.Start(t, 3)
-	clients := cluster.Clients(t)
-	nodes := make([]*node.Node, len(clients))
-	for i, client := range clients {
-		nodes[i] = node.New(i, cluster.Addrs()[i], client)
-		t.Cleanup(nodes[i].Wait) // stops its prober, if a node went down
-	}
+	nodes := nodesOf(t, cluster)
 	var mu sync.Mutex
 	failed := map[int]bool{}
 	q := &fair.Queue{
@@ -113,12 +108,7 @@ func TestQueue_leave(t *testing.T) {
 // A process whose clock is 5 s behind still tells the nodes' time.
 func TestClock_measuresTheNodesTime(t *testing.T) {
 	cluster := redistest.Start(t, 3)
-	clients := cluster.Clients(t)
-	nodes := make([]*node.Node, len(clients))
-	for i, client := range clients {
-		nodes[i] = node.New(i, cluster.Addrs()[i], client)
-		t.Cleanup(nodes[i].Wait) // stops its prober, if a node went down
-	}
+	nodes := nodesOf(t, cluster)
 	q := &fair.Queue{Nodes: nodes, Keys: node.Keys{Fence: "f"}, NodeTimeout: time.Second}
 	behind := fair.Clock{Local: func() time.Time { return time.Now().Add(-5 * time.Second) }}
 	if got := behind.Now(context.Background(), q); time.Since(got).Abs() > 100*time.Millisecond {
@@ -136,4 +126,16 @@ func TestClock_measuresTheNodesTime(t *testing.T) {
 	if got := none.Now(context.Background(), q); time.Since(got).Abs() > time.Second {
 		t.Fatalf("with no node answering, Clock.Now is %v off the local clock", time.Since(got))
 	}
+}
+
+// nodesOf wraps each of the cluster's nodes, stopped at cleanup.
+func nodesOf(t *testing.T, cluster *redistest.Cluster) []*node.Node {
+	t.Helper()
+	clients := cluster.Clients(t)
+	nodes := make([]*node.Node, len(clients))
+	for i, client := range clients {
+		nodes[i] = node.New(i, cluster.Addrs()[i], client)
+		t.Cleanup(nodes[i].Wait) // stops its prober, if a node went down
+	}
+	return nodes
 }
