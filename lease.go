@@ -224,7 +224,7 @@ func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 	if err == nil && next != "" {
 		// The next in line may be a waiter of this Client: wake it now
 		// rather than after the nodes' notices come back.
-		c.hub.Wake(m.keys.channel, l.hold+" "+next)
+		c.hub.Wake(m.queue.Channel, l.hold+" "+next)
 	}
 	if hook := m.settings.observer.Released; hook != nil {
 		hook(ReleasedEvent{Name: m.name, Held: started.Sub(l.acquired), Err: err})
@@ -271,8 +271,9 @@ func (l *Lease) called(i int, err error) {
 // lease is gone.
 func (l *Lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 	if reply.Vote != quorum.Yes {
-		// Refused late: a fair node queued us; we hold the lock, so leave.
-		l.mutex.mode.dequeue(context.Background(), []int{i}, l.owner)
+		// Refused late: the node queued us (and may hand us the lock
+		// later); we hold the lock, so leave.
+		l.mutex.queue.Leave(context.Background(), []int{i}, l.owner)
 	}
 	l.mu.Lock()
 	// Granted or refused: Unlock's release goes to every node and is

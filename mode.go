@@ -14,42 +14,88 @@ import (
 
 // mode is what a plain and a fair mutex do differently. newMode, called
 // where the Mutex is built, is the one place that reads the fair setting.
+// Both queue their waiters on the nodes (package fair), so that a release
+// hands the lock to one waiter and wakes only it.
 type mode interface {
 	// enter starts call k, before its first attempt.
 	enter(ctx context.Context, k *call) error
-	// accept filters the release notices that wake k (nil: every one).
-	accept(k *call) func(payload string) bool
 	// acquire runs the acquire script of k's attempt hold on node i.
 	acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error)
-	// release drops hold on node i; a fair release names the new head.
-	release(ctx context.Context, i int, owner, hold string, tombstone time.Duration) (node.Released, string, error)
 	// undo drops the hold of k's failed attempt on node i, which granted it.
 	undo(ctx context.Context, i int, k *call, hold string) error
 	// pace adjusts the wait after a failed attempt, and says whether the
 	// next attempt asks the lead node first.
 	pace(delay time.Duration, last outcome) (time.Duration, bool)
-	// dequeue takes owner off the queue of the given nodes, where an
-	// acquire may have queued it (plain: there is no queue).
+	// dequeue takes owner off the queue of the given nodes, where a
+	// TryLock may have queued it.
 	dequeue(ctx context.Context, nodes []int, owner string)
 	// finish ends call k with lease (nil when it failed).
 	finish(ctx context.Context, k *call, lease *Lease)
 }
 
-func newMode(m *Mutex) mode {
-	if m.settings.fair {
-		c := m.client
-		return &fairMode{m: m, queue: &fair.Queue{
-			Nodes: c.nodes, Keys: m.keys.node(), Channel: m.keys.channel,
-			TTL: m.settings.ttl, QueueTimeout: m.settings.queueTimeout, NodeTimeout: m.settings.nodeTimeout,
-			OnError: func(i int, err error) { c.nodeError(&m.settings, i, err) },
-		}}
+func newMode(m *Mutex) (mode, *fair.Queue) {
+	c := m.client
+	q := &fair.Queue{
+		Nodes: c.nodes, Keys: m.keys.node(), Channel: m.keys.channel + ":" + c.tag, Fair: m.settings.fair,
+		TTL: m.settings.ttl, QueueTimeout: m.settings.queueTimeout, NodeTimeout: m.settings.nodeTimeout,
+		OnError: func(i int, err error) { c.nodeError(&m.settings, i, err) },
 	}
-	return plainMode{m: m}
+	w := waiters{m: m, queue: q}
+	if q.Fair {
+		return fairMode{w}, q
+	}
+	return plainMode{w}, q
+}
+
+// waiters is what both modes do with the nodes' queue.
+type waiters struct {
+	m     *Mutex
+	queue *fair.Queue
+}
+
+// takeTicket gives k its place in the queue, in the nodes' time.
+func (w waiters) takeTicket(ctx context.Context, k *call) {
+	c := w.m.client
+	k.ticket = c.tickets.Next(c.clock.Now(ctx, w.queue))
+}
+
+// undo: a waiter keeps its place in the queue on the nodes that granted.
+func (w waiters) undo(ctx context.Context, i int, k *call, hold string) error {
+	if !k.wait {
+		_, _, err := w.queue.Release(ctx, i, k.owner, hold, 0)
+		return err
+	}
+	_, _, err := w.queue.Undo(ctx, i, k.owner, hold, k.ticket)
+	return err
+}
+
+// leaveQueue: the waiter leaves the queue on every node that may still
+// hold its place (or a lock handed to it that the lease does not count).
+func (w waiters) leaveQueue(ctx context.Context, k *call, lease *Lease) {
+	var queued []int
+	for i := range w.m.client.nodes {
+		// A node that granted took us off its queue. One still to answer
+		// is left to the lease's late-answer handler, which leaves its
+		// queue after the answer: a leave sent now could overtake the
+		// acquire and be undone by it.
+		if lease == nil || k.granted.Replies[i].Vote == quorum.No || k.granted.Replies[i].Vote == quorum.Failed {
+			queued = append(queued, i)
+		}
+	}
+	if lease == nil {
+		// The waiter gives up: off the queue before Lock returns.
+		w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner)
+		return
+	}
+	// Holding the lock already: leaving the other nodes' queues must not
+	// delay Lock (a dead node would cost the node timeout).
+	w.m.client.background.Go(func() { w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner) })
 }
 
 // plainMode: goroutines of one Client queue at the Client's gate, and
-// only the first contends on the nodes.
-type plainMode struct{ m *Mutex }
+// only the first contends on the nodes. A newcomer takes a free lock in
+// one round; one that was refused waits in the nodes' queue for a handoff.
+type plainMode struct{ waiters }
 
 func (p plainMode) enter(ctx context.Context, k *call) error {
 	m, c := p.m, p.m.client
@@ -63,81 +109,59 @@ func (p plainMode) enter(ctx context.Context, k *call) error {
 		return fmt.Errorf("%w: another owner of this client holds it or is acquiring it", ErrNotAcquired)
 	}
 	k.gated = true
-	if k.wait && c.hub.Active(m.keys.channel) {
-		k.watch(ctx) // subscribed already: watch before the first attempt, at no cost
+	if k.wait {
+		p.takeTicket(ctx, k)
+		if c.hub.Active(p.queue.Channel) {
+			k.watch(ctx) // subscribed already: watch before the first attempt, at no cost
+		}
 	}
 	return nil
 }
 
-func (plainMode) accept(*call) func(string) bool { return nil }
-
+// acquire: a TryLock does not queue (it will not wait for a handoff).
 func (p plainMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
-	return p.m.client.nodes[i].Acquire(ctx, order, p.m.keys.node(), k.owner, hold, p.m.settings.ttl)
-}
-
-func (p plainMode) release(ctx context.Context, i int, owner, hold string, tombstone time.Duration) (node.Released, string, error) {
-	released, err := p.m.client.nodes[i].Release(ctx, p.m.keys.node(), p.m.keys.channel, owner, hold, tombstone)
-	return released, "", err
-}
-
-func (p plainMode) undo(ctx context.Context, i int, k *call, hold string) error {
-	_, _, err := p.release(ctx, i, k.owner, hold, 0)
-	return err
+	if !k.wait {
+		return p.m.client.nodes[i].Acquire(ctx, order, p.m.keys.node(), k.owner, hold, p.m.settings.ttl)
+	}
+	return p.queue.Acquire(ctx, order, i, k.owner, hold, k.ticket)
 }
 
 // pace: ask the lead node first only right after a split vote. After
 // losing the lead, ask every node again, or a stale hold left on the lead
-// node alone (a minority) would block this waiter until it expired.
-func (plainMode) pace(delay time.Duration, last outcome) (time.Duration, bool) {
-	return delay, last.split
+// node alone (a minority) would block this waiter until it expired. Call
+// again before the place in the queue lapses.
+func (p plainMode) pace(delay time.Duration, last outcome) (time.Duration, bool) {
+	return min(delay, p.queue.Heartbeat()), last.split
 }
 
-func (plainMode) dequeue(context.Context, []int, string) {}
+func (plainMode) dequeue(context.Context, []int, string) {} // a plain TryLock never queues
 
 // finish: a lease takes over the gate entry, and leaves it when it ends.
-func (p plainMode) finish(_ context.Context, k *call, lease *Lease) {
+func (p plainMode) finish(ctx context.Context, k *call, lease *Lease) {
+	if k.wait {
+		p.leaveQueue(ctx, k, lease)
+	}
 	if k.gated && lease == nil {
 		p.m.client.gates.leave(p.m.keys.lock)
 	}
 }
 
-// fairMode: the nodes' queue (package fair) orders every waiter, across
-// Clients and within one.
-type fairMode struct {
-	m     *Mutex
-	queue *fair.Queue
-}
+// fairMode: the nodes' queue orders every waiter, across Clients and
+// within one.
+type fairMode struct{ waiters }
 
-// enter: a waiter takes its ticket, in the nodes' time, and watches for
-// notices before its first attempt.
-func (f *fairMode) enter(ctx context.Context, k *call) error {
-	c := f.m.client
-	k.ticket = c.tickets.Next(c.clock.Now(ctx, f.queue))
+// enter: a waiter takes its ticket and watches for notices before its
+// first attempt.
+func (f fairMode) enter(ctx context.Context, k *call) error {
+	f.takeTicket(ctx, k)
 	if k.wait {
 		k.watch(ctx)
 	}
 	return nil
 }
 
-// accept: a fair release names the new head: only it wakes.
-func (f *fairMode) accept(k *call) func(string) bool { return fair.ForHead(k.owner) }
-
-func (f *fairMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
+func (f fairMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
 	return f.queue.Acquire(ctx, order, i, k.owner, hold, k.ticket)
-}
-
-func (f *fairMode) release(ctx context.Context, i int, owner, hold string, tombstone time.Duration) (node.Released, string, error) {
-	return f.queue.Release(ctx, i, owner, hold, tombstone)
-}
-
-// undo: a waiter keeps its place in the queue on the nodes that granted.
-func (f *fairMode) undo(ctx context.Context, i int, k *call, hold string) error {
-	if !k.wait {
-		_, _, err := f.release(ctx, i, k.owner, hold, 0)
-		return err
-	}
-	_, _, err := f.queue.Undo(ctx, i, k.owner, hold, k.ticket)
-	return err
 }
 
 // pace: each attempt is also the waiter's heartbeat in the queue. A node
@@ -145,7 +169,7 @@ func (f *fairMode) undo(ctx context.Context, i int, k *call, hold string) error 
 // still being undone (the nodes named different heads for a moment), so
 // try again after a few milliseconds, not after a notice that may not
 // come from a quorum.
-func (f *fairMode) pace(delay time.Duration, last outcome) (time.Duration, bool) {
+func (f fairMode) pace(delay time.Duration, last outcome) (time.Duration, bool) {
 	if last.votes > 0 {
 		delay = min(delay, rand.N(fairRetryJitter)+time.Millisecond)
 	}
@@ -156,29 +180,8 @@ func (f *fairMode) pace(delay time.Duration, last outcome) (time.Duration, bool)
 // themselves at the head of some node's queue: a few round trips.
 const fairRetryJitter = 8 * time.Millisecond
 
-func (f *fairMode) dequeue(ctx context.Context, nodes []int, owner string) {
+func (f fairMode) dequeue(ctx context.Context, nodes []int, owner string) {
 	f.queue.Leave(ctx, nodes, owner)
 }
 
-// finish: the waiter leaves the queue on every node that may still hold
-// its place.
-func (f *fairMode) finish(ctx context.Context, k *call, lease *Lease) {
-	var queued []int
-	for i := range f.m.client.nodes {
-		// A node that granted took us off its queue. One still to answer
-		// is left to the lease's late-answer handler, which leaves its
-		// queue after the answer: a leave sent now could overtake the
-		// acquire and be undone by it.
-		if lease == nil || k.granted.Replies[i].Vote == quorum.No || k.granted.Replies[i].Vote == quorum.Failed {
-			queued = append(queued, i)
-		}
-	}
-	if lease == nil {
-		// The waiter gives up: off the queue before Lock returns.
-		f.queue.Leave(context.WithoutCancel(ctx), queued, k.owner)
-		return
-	}
-	// Holding the lock already: leaving the other nodes' queues must not
-	// delay Lock (a dead node would cost the node timeout).
-	f.m.client.background.Go(func() { f.queue.Leave(context.WithoutCancel(ctx), queued, k.owner) })
-}
+func (f fairMode) finish(ctx context.Context, k *call, lease *Lease) { f.leaveQueue(ctx, k, lease) }

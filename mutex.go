@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quorumlock/redlock/fair"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/pubsub"
 	"github.com/quorumlock/redlock/quorum"
@@ -20,8 +21,9 @@ type Mutex struct {
 	name     string
 	settings settings
 	keys     keys
-	mode     mode  // plain or fair
-	err      error // invalid configuration, reported by Lock and TryLock
+	mode     mode        // plain or fair
+	queue    *fair.Queue // the waiters on the nodes
+	err      error       // invalid configuration, reported by Lock and TryLock
 }
 
 // Name is the lock's name.
@@ -68,7 +70,7 @@ type call struct {
 	owner   string
 	wait    bool
 	gated   bool                        // holds an entry of the Client's gate
-	ticket  int64                       // fair mode: this waiter's place in the queue
+	ticket  int64                       // this waiter's place in the queue
 	watcher *pubsub.Watcher             // release notices, once waiting
 	granted quorum.Tally[node.Acquired] // the winning round, for fair clean-up
 	undos   []<-chan struct{}           // undos of failed attempts still running
@@ -176,7 +178,7 @@ func (k *call) enter(ctx context.Context) error { return k.m.mode.enter(ctx, k) 
 // watch starts waking k on release notices.
 func (k *call) watch(ctx context.Context) {
 	m := k.m
-	k.watcher = m.client.hub.Watch(ctx, m.keys.channel, m.settings.quorumOf(len(m.client.nodes)), m.mode.accept(k))
+	k.watcher = m.client.hub.Watch(ctx, m.queue.Channel, m.settings.quorumOf(len(m.client.nodes)), fair.ForHead(k.owner))
 }
 
 // finish ends the call with lease (nil when it failed).

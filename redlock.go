@@ -12,6 +12,7 @@ import (
 	"github.com/quorumlock/redlock/fair"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/pubsub"
+	"github.com/quorumlock/redlock/reentrant"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 )
@@ -30,6 +31,7 @@ type Client struct {
 	clock    fair.Clock              // the nodes' time, for tickets
 	watchdog *watchdog               // renews every lease with the watchdog on
 	sweeper  *sweeper                // releases that nodes did not answer, tried again
+	tag      string                  // names this Client's notice channels
 
 	// background tracks every goroutine the Client starts (stragglers of a
 	// round, deferred releases); Close waits for all of them.
@@ -58,7 +60,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err := defaults.validate(len(nodes)); err != nil {
 		return nil, err
 	}
-	c := &Client{defaults: defaults, leases: make(map[*Lease]struct{}), done: make(chan struct{})}
+	c := &Client{defaults: defaults, leases: make(map[*Lease]struct{}), done: make(chan struct{}), tag: reentrant.NewID()}
 	for i, client := range nodes {
 		if isNil(client) {
 			return nil, fmt.Errorf("%w: node %d is a nil client", ErrConfig, i)
@@ -189,7 +191,7 @@ func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 		m.err = fmt.Errorf("%w: empty lock name", ErrConfig)
 	}
 	m.keys = keysFor(m.settings.keyPrefix, name)
-	m.mode = newMode(m)
+	m.mode, m.queue = newMode(m)
 	return m
 }
 
@@ -248,11 +250,11 @@ func (c *Client) nodeError(s *settings, index int, err error) *NodeError {
 // keys are the Redis names of one lock. The name sits in a hash tag so that
 // every key of a lock lands in one Redis Cluster slot.
 type keys struct {
-	lock, gone, fence, queue, alive, channel string
+	lock, gone, fence, queue, alive, wake, channel string
 }
 
 func (k keys) node() node.Keys {
-	return node.Keys{Lock: k.lock, Gone: k.gone, Fence: k.fence, Queue: k.queue, Alive: k.alive}
+	return node.Keys{Lock: k.lock, Gone: k.gone, Fence: k.fence, Queue: k.queue, Alive: k.alive, Wake: k.wake}
 }
 
 func keysFor(prefix, name string) keys {
@@ -263,6 +265,7 @@ func keysFor(prefix, name string) keys {
 		fence:   base + ":fence",
 		queue:   base + ":queue",
 		alive:   base + ":alive",
+		wake:    base + ":wake",
 		channel: base + ":released",
 	}
 }

@@ -28,8 +28,8 @@ func (m *Mutex) onNodes(ctx context.Context, nodes []int, fn func(ctx context.Co
 	_ = group.Wait() // fn reports its own failures
 }
 
-// releaseNode drops hold on node i; a fair lock's notice names the next
-// waiter. uncertain says that the acquire's fate on the node is unknown
+// releaseNode drops hold on node i; the last hold hands the lock to the
+// first waiter. uncertain says that the acquire's fate on the node is unknown
 // (it timed out, or has not answered yet): then the release leaves a
 // tombstone that refuses the acquire if it arrives later. When the node
 // does not answer (or was not sent it: the node is down), the Client's
@@ -65,12 +65,12 @@ func (m *Mutex) releaseOn(ctx context.Context, i int, owner, hold string, uncert
 	return released, err
 }
 
-// releaseNamingHead is releaseOn that also returns, for a fair lock it
-// deleted, the fingerprint of the queue's new head.
+// releaseNamingHead is releaseOn that also returns, when the lock was
+// handed to a waiter, that waiter's fingerprint.
 func (m *Mutex) releaseNamingHead(ctx context.Context, i int, owner, hold string, uncertain bool) (node.Released, string, error) {
 	var tombstone time.Duration
 	if uncertain {
 		tombstone = m.settings.ttl
 	}
-	return m.mode.release(ctx, i, owner, hold, tombstone)
+	return m.queue.Release(ctx, i, owner, hold, tombstone)
 }

@@ -1,21 +1,21 @@
-// Package fair is the fair mode of a lock: waiters are served in arrival
-// order, across processes. It owns the queue on the nodes: tickets, the
-// enqueue that every fair acquire makes (and that is also the waiter's
-// heartbeat), eviction of waiters whose heartbeat lapsed (in the scripts),
-// the release notice that names the new head so that only it wakes, and
-// leaving the queue.
+// Package fair is the queue of a lock's waiters over its nodes, and the
+// handoff: when the lock is freed and someone waits, it goes straight to
+// the first waiter (it is never free between two holders, so no one can
+// barge in and no one has to win a vote for it), and only that waiter is
+// told. It owns tickets (in the nodes' time), the enqueue that every
+// waiting acquire makes (also the waiter's heartbeat), eviction of
+// waiters whose heartbeat lapsed (in the scripts), the handoff and its
+// targeted wake-up, and leaving.
 //
-// Every node orders the queue by the ticket the waiter chose once, so all
-// nodes agree on the head whatever order the enqueues arrived in; a list
-// appended in arrival order per node could name different heads on
-// different nodes and stall the quorum.
+// A fair queue serves every waiter in ticket order; a plain one lets a
+// newcomer take a free lock at once (with someone waiting, a lock is free
+// only when a handoff lapsed). Every node orders the queue by the ticket
+// the waiter chose once, so all nodes agree on the first waiter whatever
+// order the enqueues arrived in.
 package fair
 
 import (
 	"context"
-	"crypto/sha1"
-	"encoding/hex"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -24,41 +24,66 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// Queue is the fair queue of one lock over a set of nodes.
+// Queue is the queue of one lock over a set of nodes, as one Client sees it.
 type Queue struct {
-	Nodes        []*node.Node
-	Keys         node.Keys
-	Channel      string        // release notices
+	Nodes []*node.Node
+	Keys  node.Keys
+	// Channel is where notices for this Client's waiters are published:
+	// one channel per Client and lock, so that a handoff wakes one Client.
+	Channel      string
+	Fair         bool          // serve waiters in ticket order (else plain)
 	TTL          time.Duration // of the lock
-	QueueTimeout time.Duration // a waiter's place without a heartbeat
+	QueueTimeout time.Duration // a waiter's place without a heartbeat (fair)
 	NodeTimeout  time.Duration // bounds each call of Leave
 	// OnError is told of each failed call of Leave (may be nil).
 	OnError func(node int, err error)
 }
 
-// Acquire takes the lock on node i when it is free and owner heads the
-// queue; otherwise it queues owner with ticket (or refreshes its
-// heartbeat). The call is one of order's.
-func (q *Queue) Acquire(ctx context.Context, order *node.Order, i int, owner, hold string, ticket int64) (node.Acquired, error) {
-	return q.Nodes[i].AcquireFair(ctx, order, q.Keys, q.Channel, owner, hold, q.TTL, ticket, q.QueueTimeout)
+// lifetime is how long a waiter keeps its place without calling again.
+// A fair waiter calls every QueueTimeout/3; a plain one waits for the
+// holder's TTL, so its place lasts that long and the queue timeout more.
+func (q *Queue) lifetime() time.Duration {
+	if q.Fair {
+		return q.QueueTimeout
+	}
+	return q.TTL + q.QueueTimeout
 }
 
-// Release drops hold on node i; when it was the last, the notice (and the
-// reply) names the new head.
+// window is how long a lock handed to a waiter stays its own unclaimed:
+// the notice's flight and the waiter's claim take a round trip or two, so
+// one node timeout; a waiter that died or cannot reach the node is passed
+// over after it (the lock is then free, and the waiter that was handed it
+// takes it again if no one else did).
+func (q *Queue) window() time.Duration { return min(q.NodeTimeout, q.TTL) }
+
+func (q *Queue) waiter(ticket int64) node.Waiter {
+	return node.Waiter{Ticket: ticket, Lifetime: q.lifetime(), Channel: q.Channel, Fair: q.Fair}
+}
+
+// Acquire takes the lock on node i: when it is free (fair: and owner heads
+// the queue), or claims it when it was handed to owner; otherwise it
+// queues owner with ticket (or refreshes its heartbeat). The call is one
+// of order's.
+func (q *Queue) Acquire(ctx context.Context, order *node.Order, i int, owner, hold string, ticket int64) (node.Acquired, error) {
+	return q.Nodes[i].AcquireQueued(ctx, order, q.Keys, owner, hold, q.TTL, q.waiter(ticket), q.window())
+}
+
+// Release drops hold on node i; when it was the last, the lock goes to the
+// first waiter, whose fingerprint is returned.
 func (q *Queue) Release(ctx context.Context, i int, owner, hold string, tombstone time.Duration) (node.Released, string, error) {
-	return q.Nodes[i].ReleaseFair(ctx, q.Keys, q.Channel, owner, hold, tombstone)
+	return q.Nodes[i].Release(ctx, q.Keys, owner, hold, tombstone, q.window())
 }
 
 // Undo drops hold on node i, which granted it in an attempt that failed,
 // and puts owner back in the queue with ticket: the waiter tries again,
-// and every node must still name the same head.
+// and every node must still name the same first waiter.
 func (q *Queue) Undo(ctx context.Context, i int, owner, hold string, ticket int64) (node.Released, string, error) {
-	return q.Nodes[i].ReleaseFairKeepingPlace(ctx, q.Keys, q.Channel, owner, hold, ticket, q.QueueTimeout)
+	return q.Nodes[i].ReleaseKeepingPlace(ctx, q.Keys, owner, hold, q.waiter(ticket), q.window())
 }
 
-// Leave takes owner off the queue of the given nodes and waits for every
-// one of them (each call bounded by NodeTimeout). Where the lock is free,
-// the new head is told.
+// Leave takes owner off the queue of the given nodes (and passes on a
+// lock handed to it there) and waits for every one of them, each call
+// bounded by NodeTimeout.
 func (q *Queue) Leave(ctx context.Context, nodes []int, owner string) {
 	notice := reentrant.NewID() // unique: watchers count one notice per node
 	var group errgroup.Group
@@ -66,7 +91,7 @@ func (q *Queue) Leave(ctx context.Context, nodes []int, owner string) {
 		group.Go(func() error {
 			ctx, cancel := context.WithTimeout(ctx, q.NodeTimeout)
 			defer cancel()
-			if err := q.Nodes[i].Leave(ctx, q.Keys, q.Channel, owner, notice); err != nil && q.OnError != nil {
+			if err := q.Nodes[i].Leave(ctx, q.Keys, owner, notice, q.window()); err != nil && q.OnError != nil {
 				q.OnError(i, err)
 			}
 			return nil
@@ -77,24 +102,11 @@ func (q *Queue) Leave(ctx context.Context, nodes []int, owner string) {
 
 // Heartbeat is how often a waiter must make an attempt (each is its
 // heartbeat) to keep its place.
-func (q *Queue) Heartbeat() time.Duration { return q.QueueTimeout / 3 }
+func (q *Queue) Heartbeat() time.Duration { return q.lifetime() / 3 }
 
-// ForHead returns a filter of release notices that lets through those
-// naming owner as the new head, and those naming no one.
-func ForHead(owner string) func(payload string) bool {
-	me := Fingerprint(owner)
-	return func(payload string) bool {
-		_, head, _ := strings.Cut(payload, " ")
-		return head == me || head == ""
-	}
-}
-
-// Fingerprint is how scripts name an owner in replies and notices: enough
-// to recognise one's own id, useless for releasing someone else's lock.
-func Fingerprint(owner string) string {
-	sum := sha1.Sum([]byte(owner))
-	return hex.EncodeToString(sum[:])[:16]
-}
+// ForHead returns a filter of notices that lets through those naming owner
+// as the waiter a lock went to, and those naming no one.
+func ForHead(owner string) func(payload string) bool { return node.NoticeFor(owner) }
 
 // Tickets issue queue positions: microseconds since the epoch on the
 // nodes' clocks (see Clock), bumped to stay unique and increasing within

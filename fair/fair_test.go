@@ -49,8 +49,8 @@ func TestTickets_uniqueAndIncreasing(t *testing.T) {
 func TestForHead_wakesOnlyTheNamedHead(t *testing.T) {
 	accept := fair.ForHead("owner-a")
 	cases := map[string]bool{
-		"hold-1 " + fair.Fingerprint("owner-a"): true,
-		"hold-1 " + fair.Fingerprint("owner-b"): false,
+		"hold-1 " + node.Fingerprint("owner-a"): true,
+		"hold-1 " + node.Fingerprint("owner-b"): false,
 		"hold-1 ":                               true, // no one waits: anyone may try
 		"hold-1":                                true,
 	}
@@ -59,7 +59,7 @@ func TestForHead_wakesOnlyTheNamedHead(t *testing.T) {
 			t.Errorf("accept(%q) = %v, want %v", payload, got, want)
 		}
 	}
-	if len(fair.Fingerprint("x")) != 16 || fair.Fingerprint("x") == fair.Fingerprint("y") {
+	if len(node.Fingerprint("x")) != 16 || node.Fingerprint("x") == node.Fingerprint("y") {
 		t.Fatal("fingerprints must be 16 hex digits and tell owners apart")
 	}
 }

@@ -35,7 +35,7 @@ check() {
 		local what
 		case $(grep -m1 'assertion violated' <<<"$out") in
 		*token*) what="a token did not increase" ;;
-		*holding*) what="two valid leases at once" ;;
+		*holding*|*VALID*) what="two valid leases at once" ;;
 		*releasedOn*) what="a released hold granted again" ;;
 		*) what="assertion violated" ;;
 		esac
@@ -60,6 +60,9 @@ check neg-majority-empty        lock.pml fail -DMAJWIPE
 check neg-restart-empty-at-once lock.pml fail -DCRASH -DEARLY
 check neg-quorum-n-over-2       lock.pml fail -DQ=1
 check neg-no-tombstones         lock.pml fail -DLATE -DMAXCLOCK=2 -DNOTOMB
+# The handoff to the first waiter (handoff.pml).
+check handoff                   handoff.pml pass
+check neg-handoff-notice-grants handoff.pml fail -DADOPT
 
 if [ "$failed" -ne 0 ]; then
 	echo "model: FAILED ($((SECONDS - started))s)"

@@ -120,7 +120,7 @@ func TestBatcher_keepsOrderAcrossAFlushedCache(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	var released node.Released
 	var releaseErr error
-	wg.Go(func() { released, releaseErr = n.Release(ctx, keysOf("k"), "c", "o", "h", 0) })
+	wg.Go(func() { released, releaseErr = release(ctx, n, keysOf("k"), "o", "h", 0) })
 	time.Sleep(50 * time.Millisecond)
 	if err := cluster.Nodes[0].Resume(); err != nil {
 		t.Fatal(err)

@@ -51,8 +51,8 @@ func TestMilliseconds_roundsUp(t *testing.T) {
 // An empty array used to be indexed before its length was checked.
 func TestDecodeReleasedFair_emptyReplyIsAnError(t *testing.T) {
 	for _, reply := range []any{[]any{}, []any{int64(2)}, []any{"2", "x"}, []any{int64(1), "x"}} {
-		if _, _, err := decodeReleasedFair(reply); !errors.Is(err, ErrBadReply) {
-			t.Fatalf("decodeReleasedFair(%#v) = %v, want ErrBadReply", reply, err)
+		if _, _, err := decodeReleasedTo(reply); !errors.Is(err, ErrBadReply) {
+			t.Fatalf("decodeReleasedTo(%#v) = %v, want ErrBadReply", reply, err)
 		}
 	}
 }

@@ -31,10 +31,10 @@ func FuzzDecoders(f *testing.F) {
 		}
 		_, err = decodeReleased(reply)
 		check("decodeReleased", err)
-		released, head, err := decodeReleasedFair(reply)
-		check("decodeReleasedFair", err)
+		released, head, err := decodeReleasedTo(reply)
+		check("decodeReleasedTo", err)
 		if err == nil && head != "" && released != LockDeleted {
-			t.Fatalf("decodeReleasedFair(%#v) named a head without deleting", reply)
+			t.Fatalf("decodeReleasedTo(%#v) named a head without deleting", reply)
 		}
 		for items := range 4 {
 			renewed, err := decodeRenewed(reply, items)

@@ -18,13 +18,10 @@ import (
 var (
 	//go:embed scripts/acquire.lua
 	acquireSource string
-	//go:embed scripts/release.lua
-	releaseSource string
 	//go:embed scripts/renew.lua
 	renewSource string
 
 	acquireScript = newScript(acquireSource)
-	releaseScript = newScript(releaseSource)
 	renewScript   = newScript(renewSource)
 )
 
@@ -94,8 +91,9 @@ type Keys struct {
 	Lock  string // the lock hash
 	Gone  string // holds released before their acquire may have arrived
 	Fence string // the fencing counter
-	Queue string // fair mode: waiters by ticket
-	Alive string // fair mode: waiters' heartbeat deadlines
+	Queue string // waiters by ticket
+	Alive string // waiters' heartbeat deadlines
+	Wake  string // waiters' notice channels
 }
 
 // Acquired is a node's answer to an acquire.
@@ -157,26 +155,11 @@ const (
 	OtherOwner  Released = -1 // another owner holds the lock: nothing changed
 	HoldAbsent  Released = 0  // this hold was not there: nothing changed
 	HoldDropped Released = 1  // hold removed, other holds of the owner remain
-	LockDeleted Released = 2  // last hold removed: lock deleted, notice sent
+	LockDeleted Released = 2  // last hold removed: lock handed to the next waiter or deleted
 )
 
 // Removed reports whether this call removed the hold.
 func (r Released) Removed() bool { return r == HoldDropped || r == LockDeleted }
-
-// Release drops owner's hold; the last hold deletes the lock and publishes
-// hold on channel. With tombstone > 0, a hold that is not there is
-// recorded as released for that long, so that its acquire, if it arrives
-// late, is refused: pass it when the fate of an acquire (or renewal) of
-// the hold is unknown. The tombstone is left whether the hold is there or
-// not: another copy of the acquire may still arrive.
-func (n *Node) Release(ctx context.Context, keys Keys, channel, owner, hold string, tombstone time.Duration) (Released, error) {
-	reply, err := n.run(ctx, releaseScript, []string{keys.Lock, keys.Gone},
-		owner, hold, channel, tombstoneMilliseconds(tombstone)).Result()
-	if err != nil {
-		return 0, err
-	}
-	return decodeReleased(reply)
-}
 
 func decodeReleased(reply any) (Released, error) {
 	code, ok := reply.(int64)

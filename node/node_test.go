@@ -24,7 +24,7 @@ func TestAcquireReleaseCycle(t *testing.T) {
 	n, cluster := oneNode(t)
 	ctx := context.Background()
 	admin := cluster.Admin(t, 0)
-	const key, channel = "redlock:{x}", "redlock:{x}:released"
+	const key = "redlock:{x}"
 
 	got, err := n.Acquire(ctx, nil, keysOf(key), "owner-a", "hold-1", time.Second)
 	if err != nil || !got.Granted || got.Holds != 1 {
@@ -54,7 +54,7 @@ func TestAcquireReleaseCycle(t *testing.T) {
 		{"owner-a", "hold-2", node.HoldAbsent},
 	}
 	for _, step := range steps {
-		got, err := n.Release(ctx, keysOf(key), channel, step.owner, step.hold, 0)
+		got, err := release(ctx, n, keysOf(key), step.owner, step.hold, 0)
 		if err != nil || got != step.want {
 			t.Fatalf("release %s/%s = %v, %v; want %v", step.owner, step.hold, got, err, step.want)
 		}
@@ -123,7 +123,7 @@ func TestWrongTypeIsAnError(t *testing.T) {
 	if _, err := n.Acquire(ctx, nil, keysOf("str"), "o", "h", time.Second); err == nil {
 		t.Fatal("acquire on a string key: no error")
 	}
-	if _, err := n.Release(ctx, keysOf("str"), "c", "o", "h", 0); err == nil {
+	if _, err := release(ctx, n, keysOf("str"), "o", "h", 0); err == nil {
 		t.Fatal("release on a string key: no error")
 	}
 	if _, err := n.Renew(ctx, []node.Renewal{{Keys: keysOf("str"), Owner: "o", Hold: "h", TTL: time.Second}}); err == nil {
@@ -148,7 +148,7 @@ func TestScriptFlushFallsBackToEval(t *testing.T) {
 		if err != nil || !got.Granted {
 			t.Fatalf("acquire after SCRIPT FLUSH = %+v, %v", got, err)
 		}
-		if _, err := n.Release(ctx, keysOf("k"), "c", "o", "h", 0); err != nil {
+		if _, err := release(ctx, n, keysOf("k"), "o", "h", 0); err != nil {
 			t.Fatalf("release after SCRIPT FLUSH: %v", err)
 		}
 	}
@@ -156,7 +156,13 @@ func TestScriptFlushFallsBackToEval(t *testing.T) {
 
 // keysOf names the keys of the lock at key, as the root package does.
 func keysOf(key string) node.Keys {
-	return node.Keys{Lock: key, Gone: key + ":gone", Fence: key + ":fence", Queue: key + ":queue", Alive: key + ":alive"}
+	return node.Keys{Lock: key, Gone: key + ":gone", Fence: key + ":fence", Queue: key + ":queue", Alive: key + ":alive", Wake: key + ":wake"}
+}
+
+// release is Node.Release without the next waiter's name.
+func release(ctx context.Context, n *node.Node, keys node.Keys, owner, hold string, tombstone time.Duration) (node.Released, error) {
+	released, _, err := n.Release(ctx, keys, owner, hold, tombstone, time.Second)
+	return released, err
 }
 
 // A release that finds its hold missing leaves a tombstone when asked: an
@@ -166,16 +172,16 @@ func TestRelease_tombstoneRefusesALateAcquireAndRenewal(t *testing.T) {
 	n, cluster := oneNode(t)
 	ctx := context.Background()
 	keys := keysOf("redlock:{late}")
-	if got, err := n.Release(ctx, keys, "c", "o", "h1", 0); err != nil || got != node.HoldAbsent {
+	if got, err := release(ctx, n, keys, "o", "h1", 0); err != nil || got != node.HoldAbsent {
 		t.Fatalf("release without tombstone = %v, %v", got, err)
 	}
 	if got, err := n.Acquire(ctx, nil, keys, "o", "h1", time.Second); err != nil || !got.Granted {
 		t.Fatalf("acquire after a release without tombstone = %+v, %v; want granted", got, err)
 	}
-	if _, err := n.Release(ctx, keys, "c", "o", "h1", 0); err != nil {
+	if _, err := release(ctx, n, keys, "o", "h1", 0); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := n.Release(ctx, keys, "c", "o", "h2", time.Second); err != nil || got != node.HoldAbsent {
+	if got, err := release(ctx, n, keys, "o", "h2", time.Second); err != nil || got != node.HoldAbsent {
 		t.Fatalf("release with tombstone = %v, %v", got, err)
 	}
 	if got, err := n.Acquire(ctx, nil, keys, "o", "h2", time.Second); err != nil || got.Granted || !got.Revoked {
@@ -196,7 +202,7 @@ func TestRelease_tombstoneRefusesALateAcquireAndRenewal(t *testing.T) {
 	}
 	// A hold that is there is removed, and its tombstone refuses a second
 	// copy of its acquire arriving afterwards.
-	if got, err := n.Release(ctx, keys, "c", "o", "h3", time.Second); err != nil || got != node.LockDeleted {
+	if got, err := release(ctx, n, keys, "o", "h3", time.Second); err != nil || got != node.LockDeleted {
 		t.Fatalf("release of a present hold with tombstone = %v, %v", got, err)
 	}
 	if got, err := n.Acquire(ctx, nil, keys, "o", "h3", time.Second); err != nil || !got.Revoked {

@@ -12,7 +12,7 @@ const recentNotices = 64
 // channel is the hub's state for one channel name. Guarded by Hub.mu.
 type channel struct {
 	watchers  []*Watcher
-	next      int // round-robin position for wakeOne
+	next      int // round-robin position for passOn
 	threshold int
 	idleSince time.Time // zero while watched
 	ready     []chan struct{}
@@ -99,20 +99,14 @@ func (ch *channel) effectiveThreshold() int {
 	return max(ch.threshold-down, 1)
 }
 
-// wake delivers a release notice: every watcher without a filter is
-// woken (within one Client those all wait for the same owner, the one at
-// the head of its local queue, so this is no herd), and so is one
-// watcher whose filter accepts payload, in round-robin order.
+// wake delivers a release notice to every watcher without a filter and
+// every watcher whose filter accepts payload. A filter names whom a
+// notice is for (the one owner a lock was handed to: its watchers all
+// re-enter), so this is no herd.
 func (ch *channel) wake(payload string) {
-	named := false
-	for range ch.watchers {
-		ch.next = (ch.next + 1) % len(ch.watchers)
-		w := ch.watchers[ch.next]
-		switch {
-		case w.accept == nil:
+	for _, w := range ch.watchers {
+		if w.accept == nil || w.accept(payload) {
 			w.signal()
-		case !named && w.accept(payload):
-			named = w.signal()
 		}
 	}
 }

@@ -52,7 +52,7 @@ func TestChannel_effectiveThreshold_discountsNodesDown(t *testing.T) {
 	}
 }
 
-func TestChannel_wake_allUnfilteredAndOneNamed(t *testing.T) {
+func TestChannel_wake_allUnfilteredAndEveryOneNamed(t *testing.T) {
 	ch := newChannel(1)
 	plain := []*Watcher{{wake: make(chan struct{}, 1)}, {wake: make(chan struct{}, 1)}}
 	isA := func(p string) bool { return p == "r1 a" }
@@ -74,8 +74,14 @@ func TestChannel_wake_allUnfilteredAndOneNamed(t *testing.T) {
 			woken++
 		}
 	}
-	if woken != 1 {
-		t.Fatalf("%d filtered watchers woken, want exactly the one named", woken)
+	if woken != 2 || named[2].pending() {
+		t.Fatalf("%d filtered watchers woken, want exactly the two named", woken)
+	}
+	for _, w := range ch.watchers {
+		select {
+		case <-w.wake:
+		default:
+		}
 	}
 	ch.passOn()
 	pending := 0

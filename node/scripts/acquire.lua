@@ -3,7 +3,8 @@
 -- hold that was released before its acquire arrived (the request was
 -- delayed on its way, or re-sent by a client library) is refused.
 --
--- KEYS[1]  lock hash: field "owner" = owner id, one field per hold id
+-- KEYS[1]  lock hash: field "owner" = owner id, one field per hold id (a
+--          lock handed to a waiter has the field "handed": see queue.lua)
 -- KEYS[2]  released holds: ZSET hold id -> expiry (see release.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  hold id
@@ -30,6 +31,11 @@ if holder == false then
   if redis.call('EXISTS', KEYS[1]) == 1 then
     return redis.error_reply('ERR redlock: key is a hash that is not a lock')
   end
+  redis.call('HSET', KEYS[1], 'owner', ARGV[1], ARGV[2], 1)
+  redis.call('PEXPIRE', KEYS[1], ttl)
+elseif redis.call('HEXISTS', KEYS[1], 'handed') == 1 then
+  -- Handed to this owner: claim it for this hold (see acquire_queued.lua).
+  redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], ARGV[2], 1)
   redis.call('PEXPIRE', KEYS[1], ttl)
 else

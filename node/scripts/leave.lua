@@ -1,21 +1,26 @@
--- leave: a fair-mode waiter gives up its place. When the lock is free, the
--- new head is told (as in release_fair.lua), so it does not wait for a
--- release that already happened.
+-- leave: a waiter gives up its place (after queue.lua). A lock handed to
+-- it and not claimed goes on to the next waiter; a free lock goes to the
+-- new first waiter, so that it does not wait for a release that already
+-- happened.
 --
--- KEYS[1]  lock hash
--- KEYS[2]  queue (see acquire_fair.lua)
--- KEYS[3]  alive (see acquire_fair.lua)
+-- KEYS[1]  lock, KEYS[2] queue, KEYS[3] alive, KEYS[4] wake (see queue.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  notice id (unique)
--- ARGV[3]  release channel
+-- ARGV[3]  handoff window in milliseconds
 --
--- Reply: 1 when the waiter was queued here, 0 when not.
-local removed = redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-if removed == 1 and redis.call('EXISTS', KEYS[1]) == 0 then
-  local head = redis.call('ZRANGE', KEYS[2], 0, 0)[1]
-  if head ~= nil then
-    redis.call('PUBLISH', ARGV[3], ARGV[2] .. ' ' .. string.sub(redis.sha1hex(head), 1, 16))
-  end
+-- Reply: 1 when the waiter was queued here or had the lock handed to it,
+--        0 when neither.
+local q = {lock = KEYS[1], queue = KEYS[2], alive = KEYS[3], wake = KEYS[4]}
+local owner = ARGV[1]
+local removed = redis.call('ZREM', q.queue, owner)
+dequeue(q, owner)
+local fields = redis.call('HMGET', q.lock, 'owner', 'handed')
+if fields[1] == owner and fields[2] then
+  redis.call('DEL', q.lock)
+  hand(q, node_now(), tonumber(ARGV[3]), ARGV[2], nil)
+  return 1
+end
+if removed == 1 and redis.call('EXISTS', q.lock) == 0 then
+  hand(q, node_now(), tonumber(ARGV[3]), ARGV[2], nil)
 end
 return removed

@@ -1,45 +1,64 @@
--- release: drop one hold; the last hold deletes the lock and publishes a
--- release notice. Releasing a hold twice is harmless.
+-- release: drop one hold (after queue.lua). The last hold frees the lock,
+-- which goes straight to the first live waiter in the queue (see hand in
+-- queue.lua); only that waiter is told. Releasing a hold twice is harmless.
 --
--- KEYS[1]  lock hash (see acquire.lua)
+-- KEYS[1]  lock (see queue.lua)
 -- KEYS[2]  released holds: ZSET hold id -> expiry (node time, ms)
+-- KEYS[3]  queue, KEYS[4] alive, KEYS[5] wake (see queue.lua)
 -- ARGV[1]  owner id
--- ARGV[2]  hold id
--- ARGV[3]  release channel; the notice's payload is the hold id
+-- ARGV[2]  hold id (also the notice's id)
+-- ARGV[3]  handoff window in milliseconds
 -- ARGV[4]  tombstone lifetime in milliseconds, or "0": when an acquire of
 --          this hold may still arrive (a call's fate was unknown to the
 --          client), the hold id is recorded for that long so that the late
---          acquire is refused (acquire.lua, renew.lua)
+--          acquire is refused (acquire.lua, acquire_queued.lua, renew.lua)
+-- ARGV[5]  optional: the owner's ticket, to put it back in the queue (the
+--          undo of a failed attempt by a waiter that will try again: the
+--          grant took it off this node's queue, and without its place here
+--          the nodes would name different heads)
+-- ARGV[6]  with ARGV[5]: its heartbeat lifetime in milliseconds
+-- ARGV[7]  with ARGV[5]: the channel its notices go to
 --
--- Reply:  2  hold removed, it was the last: lock deleted, notice published
+-- Reply:  {2, who}  hold removed, it was the last: the lock went to the
+--                   waiter whose fingerprint is who, or was deleted (who
+--                   empty)
 --         1  hold removed, other holds of this owner remain
---         0  this hold was not there (expired, or never granted): no change
+--         0  this hold was not there (expired, or never granted): no
+--            change, except that a lock handed to this owner and not
+--            claimed goes on to the next waiter
 --        -1  another owner holds the lock: no change
+local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
+local owner, hold = ARGV[1], ARGV[2]
+local now = node_now()
 local life = tonumber(ARGV[4])
 if life > 0 then
   -- Whether or not the hold is here now: another copy of its acquire may
   -- still arrive (one sent earlier and delayed, or re-sent).
-  local time = redis.call('TIME')
-  local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  redis.call('ZADD', KEYS[2], now + life, ARGV[2])
-  if redis.call('PTTL', KEYS[2]) < life then
-    redis.call('PEXPIRE', KEYS[2], life)
-  end
+  redis.call('ZADD', KEYS[2], now + life, hold)
+  lengthen(KEYS[2], life)
 end
-local fields = redis.call('HMGET', KEYS[1], 'owner', ARGV[2])
+if ARGV[5] then
+  enqueue(q, now, owner, ARGV[5], tonumber(ARGV[6]), ARGV[7])
+end
+local fields = redis.call('HMGET', q.lock, 'owner', hold, 'handed')
 local holder, held = fields[1], fields[2]
-if holder == false or holder ~= ARGV[1] or held == false then
-  if holder ~= false and holder ~= ARGV[1] then
+if holder == owner and fields[3] then
+  -- Handed to this owner, which is done with the lock (it holds it on
+  -- other nodes, or gives up): on to the next waiter.
+  redis.call('DEL', q.lock)
+  hand(q, now, tonumber(ARGV[3]), hold, ARGV[5] and owner or nil)
+  return 0
+end
+if holder == false or holder ~= owner or held == false then
+  if holder ~= false and holder ~= owner then
     return -1
   end
   return 0
 end
-if redis.call('HLEN', KEYS[1]) > 2 then
-  redis.call('HDEL', KEYS[1], ARGV[2])
+if redis.call('HLEN', q.lock) > 2 then
+  redis.call('HDEL', q.lock, hold)
   return 1
 end
--- The owner field and this hold are all there is: the lock goes.
-redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[3], ARGV[2])
-return 2
+redis.call('DEL', q.lock)
+return {2, hand(q, now, tonumber(ARGV[3]), hold, ARGV[5] and owner or nil)}

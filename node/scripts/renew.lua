@@ -27,6 +27,11 @@ for i = 1, #KEYS / 2 do
   elseif held == false and redis.call('ZSCORE', gone, hold) then
     replies[i] = 0
   else
+    if held == false and redis.call('HEXISTS', key, 'handed') == 1 then
+      -- Handed to this owner as a waiter (see queue.lua): the lease
+      -- claims it, as its holds are re-created on a node that lost them.
+      redis.call('DEL', key)
+    end
     redis.call('HSET', key, 'owner', owner, hold, 1)
     if redis.call('PTTL', key) < ttl then
       redis.call('PEXPIRE', key, ttl)

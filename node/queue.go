@@ -1,0 +1,154 @@
+package node
+
+import (
+	"context"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	//go:embed scripts/queue.lua
+	queueSource string
+	//go:embed scripts/acquire_queued.lua
+	acquireQueuedSource string
+	//go:embed scripts/release.lua
+	releaseSource string
+	//go:embed scripts/leave.lua
+	leaveSource string
+
+	// The scripts that queue waiters or free the lock share queue.lua:
+	// the queue, and the handoff of a freed lock to its first waiter.
+	acquireQueuedScript = newScript(queueSource + acquireQueuedSource)
+	releaseScript       = newScript(queueSource + releaseSource)
+	leaveScript         = newScript(queueSource + leaveSource)
+)
+
+// Waiter is how an acquire queues its owner when it is refused.
+type Waiter struct {
+	Ticket   int64         // its place: every node orders waiters by it
+	Lifetime time.Duration // evicted unless it calls again within this
+	Channel  string        // where the notices meant for it are published
+	// Fair: a free lock goes to the first waiter; otherwise a newcomer
+	// takes a free lock ahead of the queue.
+	Fair bool
+}
+
+func (w Waiter) args() []any {
+	fair := "0"
+	if w.Fair {
+		fair = "1"
+	}
+	return []any{strconv.FormatInt(w.Ticket, 10), milliseconds(w.Lifetime), w.Channel, fair}
+}
+
+func (k Keys) queued() []string {
+	return []string{k.Lock, k.Gone, k.Queue, k.Alive, k.Wake}
+}
+
+// AcquireQueued is Acquire for a waiter: a lock handed to owner is
+// claimed for hold; a refusal queues owner as w says (or refreshes its
+// heartbeat). A freed lock is handed to the queue's first waiter for at
+// most window before it must claim it (see Release). A refusal because a
+// free fair lock went to another waiter is Behind. The call is one of
+// order's (nil: of none).
+func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration,
+	w Waiter, window time.Duration) (Acquired, error) {
+	args := append([]any{owner, hold, milliseconds(ttl)}, w.args()...)
+	reply, err := n.calls.run(ctx, order, acquireQueuedScript, keys.queued(),
+		append(args, milliseconds(window))...).Result()
+	if err != nil {
+		return Acquired{}, err
+	}
+	return decodeAcquired(reply)
+}
+
+// Release drops owner's hold. The last hold frees the lock, which goes
+// straight to the first live waiter of the queue, if any, for at most
+// window (until it claims it with its acquire); only that waiter is told.
+// The fingerprint of that waiter is returned when there was one.
+//
+// With tombstone > 0, the hold is recorded as released for that long,
+// whether it is there or not, so that its acquire, if it arrives late
+// (another copy may still be on its way), is refused: pass it when the
+// fate of an acquire (or renewal) of the hold is unknown.
+func (n *Node) Release(ctx context.Context, keys Keys, owner, hold string, tombstone, window time.Duration) (Released, string, error) {
+	reply, err := n.run(ctx, releaseScript, keys.queued(),
+		owner, hold, milliseconds(window), tombstoneMilliseconds(tombstone)).Result()
+	if err != nil {
+		return 0, "", err
+	}
+	return decodeReleasedTo(reply)
+}
+
+// ReleaseKeepingPlace is Release for the undo of a failed attempt by a
+// waiter that will try again: owner goes back in the queue as w says,
+// where the grant had taken it off. When owner heads the queue, the lock
+// is left free for its next attempt.
+func (n *Node) ReleaseKeepingPlace(ctx context.Context, keys Keys, owner, hold string, w Waiter, window time.Duration) (Released, string, error) {
+	args := append([]any{owner, hold, milliseconds(window), "0"}, w.args()[:3]...)
+	reply, err := n.run(ctx, releaseScript, keys.queued(), args...).Result()
+	if err != nil {
+		return 0, "", err
+	}
+	return decodeReleasedTo(reply)
+}
+
+func decodeReleasedTo(reply any) (Released, string, error) {
+	freed, ok := reply.([]any)
+	if !ok {
+		released, err := decodeReleased(reply)
+		return released, "", err
+	}
+	if len(freed) == 2 {
+		code, codeOK := freed[0].(int64)
+		head, headOK := freed[1].(string)
+		if codeOK && headOK && Released(code) == LockDeleted && (head == "" || len(head) == fingerprintLen) {
+			return LockDeleted, head, nil
+		}
+	}
+	return 0, "", fmt.Errorf("%w to release: %v", ErrBadReply, reply)
+}
+
+// Leave takes owner out of the queue. A lock handed to owner and not
+// claimed goes on to the next waiter; a free lock goes to the new first
+// waiter. notice is the id of the notice that tells that waiter.
+func (n *Node) Leave(ctx context.Context, keys Keys, owner, notice string, window time.Duration) error {
+	reply, err := n.run(ctx, leaveScript, []string{keys.Lock, keys.Queue, keys.Alive, keys.Wake},
+		owner, notice, milliseconds(window)).Result()
+	if err != nil {
+		return err
+	}
+	return decodeLeft(reply)
+}
+
+func decodeLeft(reply any) error {
+	if code, ok := reply.(int64); !ok || code < 0 || code > 1 {
+		return fmt.Errorf("%w to leave: %v", ErrBadReply, reply)
+	}
+	return nil
+}
+
+// fingerprintLen is the length of a Fingerprint.
+const fingerprintLen = 16
+
+// Fingerprint is how scripts name an owner in replies and notices: enough
+// to recognise one's own id, useless for releasing someone else's lock.
+func Fingerprint(owner string) string {
+	sum := sha1.Sum([]byte(owner))
+	return hex.EncodeToString(sum[:])[:fingerprintLen]
+}
+
+// NoticeFor returns a filter of notices ("<id> <fingerprint>") that lets
+// through those naming owner, and those naming no one.
+func NoticeFor(owner string) func(payload string) bool {
+	me := Fingerprint(owner)
+	return func(payload string) bool {
+		_, who, _ := strings.Cut(payload, " ")
+		return who == me || who == ""
+	}
+}

@@ -1,0 +1,278 @@
+package node_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+// fairWaiter queues with ticket, its notices on channel "c".
+func fairWaiter(ticket int64, lifetime time.Duration) node.Waiter {
+	return node.Waiter{Ticket: ticket, Lifetime: lifetime, Channel: "c", Fair: true}
+}
+
+// Nodes that received the waiters' enqueues in different orders still
+// agree on the head, because the queue is ordered by the ticket each
+// waiter chose once, not by arrival: every node hands the lock to the
+// same waiter, so the quorum cannot split between heads.
+func TestAcquireQueued_headByTicketWhateverTheArrivalOrder(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	clients := cluster.Clients(t)
+	ctx := context.Background()
+	keys := keysOf("redlock:{q}")
+	const ttl, lifetime, window = 10 * time.Second, 10 * time.Second, 5 * time.Second
+	tickets := map[string]int64{"w1": 100, "w2": 200, "w3": 300}
+	arrival := [][]string{{"w1", "w2", "w3"}, {"w3", "w2", "w1"}, {"w2", "w3", "w1"}}
+	nodes := make([]*node.Node, 3)
+	for i := range nodes {
+		nodes[i] = node.New(i, cluster.Addrs()[i], clients[i])
+		if got, err := nodes[i].AcquireQueued(ctx, nil, keys, "holder", "h0", ttl, fairWaiter(1, lifetime), window); err != nil || !got.Granted {
+			t.Fatalf("node %d: holder: %+v, %v", i, got, err)
+		}
+		for _, waiter := range arrival[i] {
+			got, err := nodes[i].AcquireQueued(ctx, nil, keys, waiter, waiter+"-hold", ttl, fairWaiter(tickets[waiter], lifetime), window)
+			if err != nil || got.Granted || got.PTTL < 0 {
+				t.Fatalf("node %d: %s queued: %+v, %v", i, waiter, got, err)
+			}
+		}
+	}
+	for i, n := range nodes {
+		admin := cluster.Admin(t, i)
+		released, head, err := n.Release(ctx, keys, "holder", "h0", 0, window)
+		if err != nil || released != node.LockDeleted || head != node.Fingerprint("w1") {
+			t.Fatalf("node %d: release = %v, head %q, %v; want the lock handed to w1", i, released, head, err)
+		}
+		// Handed, not free: no one else can take it, and it is never free
+		// for longer than the window.
+		if owner, _ := admin.HGet(ctx, keys.Lock, "owner").Result(); owner != "w1" {
+			t.Fatalf("node %d: owner after the release %q, want w1", i, owner)
+		}
+		if pttl, _ := admin.PTTL(ctx, keys.Lock).Result(); pttl <= 0 || pttl > window {
+			t.Fatalf("node %d: a handed lock lives %v, want (0, %v]", i, pttl, window)
+		}
+		got, err := n.AcquireQueued(ctx, nil, keys, "w3", "w3-hold", ttl, fairWaiter(tickets["w3"], lifetime), window)
+		if err != nil || got.Granted || got.Holder != node.Fingerprint("w1") {
+			t.Fatalf("node %d: w3 out of turn: %+v, %v; want refused, held by w1", i, got, err)
+		}
+		got, err = n.AcquireQueued(ctx, nil, keys, "w1", "w1-claim", ttl, fairWaiter(tickets["w1"], lifetime), window)
+		if err != nil || !got.Granted || got.Holds != 1 {
+			t.Fatalf("node %d: w1's claim: %+v, %v; want granted, one hold", i, got, err)
+		}
+		fields, _ := admin.HGetAll(ctx, keys.Lock).Result()
+		if len(fields) != 2 || fields["owner"] != "w1" || fields["w1-claim"] != "1" {
+			t.Fatalf("node %d: lock after the claim %v, want owner w1 and its hold", i, fields)
+		}
+		if pttl, _ := admin.PTTL(ctx, keys.Lock).Result(); pttl <= window || pttl > ttl {
+			t.Fatalf("node %d: a claimed lock lives %v, want the ttl %v", i, pttl, ttl)
+		}
+	}
+	for i := range nodes {
+		queue, _ := cluster.Admin(t, i).ZRange(ctx, keys.Queue, 0, -1).Result()
+		if len(queue) != 2 || queue[0] != "w2" || queue[1] != "w3" {
+			t.Fatalf("node %d queue after w1's claim: %v, want [w2 w3]", i, queue)
+		}
+	}
+}
+
+// Only the waiter the lock went to is told, on its own channel.
+func TestRelease_tellsOnlyTheWaiterItHandsTo(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	keys := keysOf("redlock:{t}")
+	sub := cluster.Clients(t)[0].Subscribe(ctx, "chan-a", "chan-b")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waiter := func(ticket int64, channel string) node.Waiter {
+		return node.Waiter{Ticket: ticket, Lifetime: time.Minute, Channel: channel}
+	}
+	if got, err := n.AcquireQueued(ctx, nil, keys, "holder", "h", time.Minute, waiter(1, "chan-a"), time.Second); err != nil || !got.Granted {
+		t.Fatalf("holder: %+v, %v", got, err)
+	}
+	for _, w := range []struct {
+		owner, channel string
+		ticket         int64
+	}{{"a", "chan-a", 10}, {"b", "chan-b", 5}} {
+		if got, err := n.AcquireQueued(ctx, nil, keys, w.owner, w.owner+"-1", time.Minute, waiter(w.ticket, w.channel), time.Second); err != nil || got.Granted {
+			t.Fatalf("%s: %+v, %v; want queued", w.owner, got, err)
+		}
+	}
+	if _, head, err := n.Release(ctx, keys, "holder", "h", 0, time.Second); err != nil || head != node.Fingerprint("b") {
+		t.Fatalf("release: head %q, %v; want b (the lower ticket)", head, err)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil || msg.Channel != "chan-b" || msg.Payload != "h "+node.Fingerprint("b") {
+		t.Fatalf("notice %+v, %v; want \"h <b>\" on chan-b", msg, err)
+	}
+	select {
+	case msg := <-sub.Channel():
+		t.Fatalf("a second notice: %+v", msg)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+// A plain newcomer takes a free lock in one call even with waiters queued
+// (a free lock with waiters is one whose handoff lapsed); a fair one
+// queues, and the lock goes to the first waiter.
+func TestAcquireQueued_plainTakesAFreeLockFairQueues(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	for _, fair := range []bool{false, true} {
+		keys := keysOf("redlock:{free}")
+		if err := admin.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.ZAdd(ctx, keys.Queue, redis.Z{Score: 1, Member: "first"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.ZAdd(ctx, keys.Alive, redis.Z{Score: float64(time.Now().Add(time.Hour).UnixMilli()), Member: "first"}).Err(); err != nil {
+			t.Fatal(err)
+		}
+		w := node.Waiter{Ticket: 2, Lifetime: time.Minute, Channel: "c", Fair: fair}
+		got, err := n.AcquireQueued(ctx, nil, keys, "newcomer", "n1", time.Minute, w, time.Second)
+		if err != nil || got.Granted == fair {
+			t.Fatalf("fair=%v: newcomer %+v, %v", fair, got, err)
+		}
+		if fair {
+			if owner, _ := admin.HGet(ctx, keys.Lock, "owner").Result(); !got.Behind || owner != "first" {
+				t.Fatalf("fair: %+v, owner %q; want behind, the lock handed to the first waiter", got, owner)
+			}
+		}
+	}
+}
+
+// A waiter whose heartbeat lapsed is evicted: the lock goes to the next.
+func TestRelease_passesOverWaitersWithoutHeartbeat(t *testing.T) {
+	n, _ := oneNode(t)
+	ctx := context.Background()
+	keys := keysOf("l")
+	if _, err := n.AcquireQueued(ctx, nil, keys, "holder", "h", time.Minute, fairWaiter(1, time.Minute), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.AcquireQueued(ctx, nil, keys, "ghost", "g", time.Minute, fairWaiter(2, 50*time.Millisecond), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.AcquireQueued(ctx, nil, keys, "late", "l1", time.Minute, fairWaiter(3, time.Minute), time.Second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, head, err := n.Release(ctx, keys, "holder", "h", 0, time.Second); err != nil || head != node.Fingerprint("late") {
+		t.Fatalf("release: head %q, %v; want late (ghost's heartbeat lapsed)", head, err)
+	}
+	if got, err := n.AcquireQueued(ctx, nil, keys, "late", "l2", time.Minute, fairWaiter(3, time.Minute), time.Second); err != nil || !got.Granted {
+		t.Fatalf("late's claim: %+v, %v; want granted", got, err)
+	}
+}
+
+// A lock handed to a waiter that gives up goes on to the next waiter; one
+// handed to a waiter that never claims it is passed over after the window.
+func TestHandoff_leaveAndWindowPassItOn(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	keys := keysOf("redlock:{h}")
+	const window = 200 * time.Millisecond
+	queue := func(owner string, ticket int64) {
+		t.Helper()
+		if _, err := n.AcquireQueued(ctx, nil, keys, owner, owner+"-1", time.Minute, fairWaiter(ticket, time.Minute), window); err != nil {
+			t.Fatal(err)
+		}
+	}
+	queue("holder", 1)
+	queue("w1", 10)
+	queue("w2", 20)
+	queue("w3", 30)
+	if _, head, err := n.Release(ctx, keys, "holder", "holder-1", 0, window); err != nil || head != node.Fingerprint("w1") {
+		t.Fatalf("release: %q, %v", head, err)
+	}
+	if err := n.Leave(ctx, keys, "w1", "notice", window); err != nil {
+		t.Fatal(err)
+	}
+	if owner, _ := admin.HGet(ctx, keys.Lock, "owner").Result(); owner != "w2" {
+		t.Fatalf("after w1 left, the lock is %q's, want w2's", owner)
+	}
+	time.Sleep(window + 50*time.Millisecond)
+	if exists, _ := admin.Exists(ctx, keys.Lock).Result(); exists != 0 {
+		t.Fatal("a handed lock outlived its window")
+	}
+	// w2 did not claim it in time and is off the queue: w3 is first now.
+	got, err := n.AcquireQueued(ctx, nil, keys, "w3", "w3-2", time.Minute, fairWaiter(30, time.Minute), window)
+	if err != nil || !got.Granted {
+		t.Fatalf("w3 after the lapsed handoff: %+v, %v; want granted", got, err)
+	}
+}
+
+// A lease's renewal on a node that handed the lock to its owner claims it
+// there; its release on such a node passes it on.
+func TestHandoff_renewClaimsReleasePassesOn(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	keys := keysOf("redlock:{r}")
+	for _, step := range []struct {
+		owner  string
+		ticket int64
+	}{{"holder", 1}, {"w1", 10}, {"w2", 20}} {
+		if _, err := n.AcquireQueued(ctx, nil, keys, step.owner, step.owner+"-1", time.Minute, fairWaiter(step.ticket, time.Minute), time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := n.Release(ctx, keys, "holder", "holder-1", 0, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	renewed, err := n.Renew(ctx, []node.Renewal{{Keys: keys, Owner: "w1", Hold: "lease", TTL: time.Minute}})
+	if err != nil || renewed[0] != node.Refreshed {
+		t.Fatalf("renew on a lock handed to its owner: %v, %v", renewed, err)
+	}
+	if fields, _ := admin.HGetAll(ctx, keys.Lock).Result(); len(fields) != 2 || fields["lease"] != "1" {
+		t.Fatalf("after the renewal: %v, want owner and the lease's hold only", fields)
+	}
+	if _, err := release(ctx, n, keys, "w1", "lease", 0); err != nil {
+		t.Fatal(err)
+	}
+	// Handed to w2 now; w2's release of a hold it never had passes it on.
+	if got, err := release(ctx, n, keys, "w2", "other", 0); err != nil || got != node.HoldAbsent {
+		t.Fatalf("w2's release = %v, %v", got, err)
+	}
+	if exists, _ := admin.Exists(ctx, keys.Lock).Result(); exists != 0 {
+		t.Fatal("a lock handed to an owner that released stayed")
+	}
+}
+
+// The undo of a failed attempt puts the waiter back in the queue with its
+// ticket: the grant had taken it off this node's queue, and without its
+// place the nodes would name different heads. Back at the head, it finds
+// the lock free for its next attempt.
+func TestReleaseKeepingPlace_putsTheWaiterBack(t *testing.T) {
+	n, cluster := oneNode(t)
+	admin := cluster.Admin(t, 0)
+	ctx := context.Background()
+	keys := keysOf("redlock:{k}")
+	const ttl = time.Minute
+	if got, err := n.AcquireQueued(ctx, nil, keys, "w1", "w1-a", ttl, fairWaiter(100, time.Minute), time.Second); err != nil || !got.Granted {
+		t.Fatalf("w1: %+v, %v", got, err)
+	}
+	if got, err := n.AcquireQueued(ctx, nil, keys, "w2", "w2-a", ttl, fairWaiter(200, time.Minute), time.Second); err != nil || got.Granted {
+		t.Fatalf("w2: %+v, %v", got, err)
+	}
+	released, head, err := n.ReleaseKeepingPlace(ctx, keys, "w1", "w1-a", fairWaiter(100, time.Minute), time.Second)
+	if err != nil || released != node.LockDeleted || head != "" {
+		t.Fatalf("undo = %v, head %q, %v; want deleted, handed to no one (w1 heads again)", released, head, err)
+	}
+	queue, err := admin.ZRangeWithScores(ctx, keys.Queue, 0, -1).Result()
+	if err != nil || len(queue) != 2 || queue[0].Member != "w1" || queue[0].Score != 100 || queue[1].Member != "w2" {
+		t.Fatalf("queue after the undo: %v, %v; want w1 (100) then w2", queue, err)
+	}
+	if got, err := n.AcquireQueued(ctx, nil, keys, "w1", "w1-b", ttl, fairWaiter(100, time.Minute), time.Second); err != nil || !got.Granted {
+		t.Fatalf("w1 again: %+v, %v", got, err)
+	}
+}

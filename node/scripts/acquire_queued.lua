@@ -1,0 +1,69 @@
+-- acquire_queued: the acquire of a waiter (after queue.lua). Take the lock
+-- when it is free (fair: and this owner heads the queue, or no one waits),
+-- claim it when it was handed to this owner, or re-enter it; otherwise
+-- queue the owner and refresh its heartbeat. Waiters whose heartbeat
+-- deadline passed are evicted first.
+--
+-- KEYS[1]  lock (see queue.lua)
+-- KEYS[2]  released holds (see acquire.lua)
+-- KEYS[3]  queue, KEYS[4] alive, KEYS[5] wake (see queue.lua)
+-- ARGV[1]  owner id
+-- ARGV[2]  hold id
+-- ARGV[3]  ttl in milliseconds
+-- ARGV[4]  ticket (this waiter's score in the queue)
+-- ARGV[5]  heartbeat lifetime in milliseconds: evicted unless it calls
+--          again within it
+-- ARGV[6]  the channel this waiter's notices go to
+-- ARGV[7]  "1": fair (a free lock goes to the queue's first waiter);
+--          "0": plain (a newcomer takes a free lock)
+-- ARGV[8]  handoff window in milliseconds (see hand in queue.lua)
+--
+-- Reply: {1, holds}         granted (as acquire.lua); a claimed handoff is 1
+--        {2}                this hold was released already (as acquire.lua)
+--        {0, pttl, who}     refused: another owner holds it (pttl >= -1,
+--                           who = its fingerprint), or it was free but
+--                           another waiter heads the queue and now has it
+--                           (pttl = -2, who = that waiter's fingerprint)
+local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
+local owner, hold, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local now = node_now()
+evict(q, now)
+if redis.call('ZSCORE', KEYS[2], hold) then
+  return {2}
+end
+local fields = redis.call('HMGET', q.lock, 'owner', 'handed')
+local holder, handed = fields[1], fields[2]
+if holder ~= false and holder ~= owner then
+  enqueue(q, now, owner, ARGV[4], tonumber(ARGV[5]), ARGV[6])
+  return {0, redis.call('PTTL', q.lock), fingerprint(holder)}
+end
+local holds = 1
+if holder == false then
+  if redis.call('EXISTS', q.lock) == 1 then
+    return redis.error_reply('ERR redlock: key is a hash that is not a lock')
+  end
+  if ARGV[7] == '1' then
+    -- Fair: the first waiter's (this one's, if its ticket is the first).
+    enqueue(q, now, owner, ARGV[4], tonumber(ARGV[5]), ARGV[6])
+    local head = redis.call('ZRANGE', q.queue, 0, 0)[1]
+    if head ~= owner then
+      return {0, -2, hand(q, now, tonumber(ARGV[8]), hold, nil)}
+    end
+  end
+  redis.call('HSET', q.lock, 'owner', owner, hold, 1)
+  redis.call('PEXPIRE', q.lock, ttl)
+elseif handed then
+  -- Handed to this owner: claim it for this hold, for a full ttl from now.
+  redis.call('DEL', q.lock)
+  redis.call('HSET', q.lock, 'owner', owner, hold, 1)
+  redis.call('PEXPIRE', q.lock, ttl)
+else
+  redis.call('HSET', q.lock, hold, 1)
+  -- Never shorten the key's life: an outer hold may have asked for longer.
+  if redis.call('PTTL', q.lock) < ttl then
+    redis.call('PEXPIRE', q.lock, ttl)
+  end
+  holds = redis.call('HLEN', q.lock) - 1
+end
+dequeue(q, owner)
+return {1, holds}

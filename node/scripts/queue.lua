@@ -1,0 +1,88 @@
+-- queue: the waiters of a lock and the handoff to the first of them. This
+-- file is put in front of every script that queues waiters or frees the
+-- lock (acquire_queued.lua, release.lua, leave.lua).
+--
+-- Keys of one lock, all in one hash slot:
+--   lock   hash: field "owner" = owner id, one field per hold id; a lock
+--          handed to a waiter that has not claimed it yet has the field
+--          "handed" instead of holds
+--   queue  ZSET owner -> ticket: every node orders the waiters by the
+--          ticket the client chose once, so all nodes agree on the first
+--   alive  ZSET owner -> heartbeat deadline (node time, ms)
+--   wake   HASH owner -> the channel its notices go to (its client's)
+--
+-- The handoff: when the lock is freed and a waiter heads the queue, the
+-- lock is not freed but given to that waiter (owner = it, "handed"), and
+-- only that waiter is told. No one else can take it in between. The
+-- waiter claims it with its next acquire (acquire_queued.lua), whose
+-- validity, as any grant's, counts from that acquire's own start: a
+-- handed lock grants nothing by itself.
+
+local function node_now()
+  local time = redis.call('TIME')
+  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
+
+-- fingerprint names an owner in replies and notices: enough to recognise
+-- one's own id, useless for releasing someone else's lock.
+local function fingerprint(owner)
+  return string.sub(redis.sha1hex(owner), 1, 16)
+end
+
+-- lengthen sets key's life to at least ms (never shortens it: waiters with
+-- a longer heartbeat may be queued).
+local function lengthen(key, ms)
+  if redis.call('PTTL', key) < ms then
+    redis.call('PEXPIRE', key, ms)
+  end
+end
+
+local function evict(q, now)
+  local dead = redis.call('ZRANGEBYSCORE', q.alive, '-inf', now)
+  if #dead > 0 then
+    redis.call('ZREM', q.alive, unpack(dead))
+    redis.call('ZREM', q.queue, unpack(dead))
+    redis.call('HDEL', q.wake, unpack(dead))
+  end
+end
+
+local function dequeue(q, owner)
+  redis.call('ZREM', q.queue, owner)
+  redis.call('ZREM', q.alive, owner)
+  redis.call('HDEL', q.wake, owner)
+end
+
+-- enqueue queues owner with ticket (a waiter keeps its first ticket) and
+-- refreshes its heartbeat deadline; the queue outlives no waiter by much.
+local function enqueue(q, now, owner, ticket, lifetime, channel)
+  redis.call('ZADD', q.queue, 'NX', ticket, owner)
+  redis.call('ZADD', q.alive, now + lifetime, owner)
+  redis.call('HSET', q.wake, owner, channel)
+  lengthen(q.queue, 2 * lifetime)
+  lengthen(q.alive, 2 * lifetime)
+  lengthen(q.wake, 2 * lifetime)
+end
+
+-- hand gives the free lock (the caller deleted it, or found it free) to
+-- the queue's first live waiter, for at most window ms (or until that
+-- waiter's heartbeat deadline) unless claimed, and tells that waiter alone
+-- (payload "<id> <fingerprint>"). It returns the fingerprint, or '' when
+-- no one waits. When the first waiter is except (a waiter putting its own
+-- failed attempt back), the lock stays free: that waiter tries again.
+local function hand(q, now, window, id, except)
+  evict(q, now)
+  local head = redis.call('ZRANGE', q.queue, 0, 0)[1]
+  if head == nil or head == except then
+    return ''
+  end
+  local deadline = tonumber(redis.call('ZSCORE', q.alive, head))
+  local channel = redis.call('HGET', q.wake, head)
+  dequeue(q, head)
+  redis.call('HSET', q.lock, 'owner', head, 'handed', 1)
+  redis.call('PEXPIRE', q.lock, math.max(1, math.min(window, deadline - now)))
+  local who = fingerprint(head)
+  if channel then
+    redis.call('PUBLISH', channel, id .. ' ' .. who)
+  end
+  return who
+end
