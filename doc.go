@@ -47,9 +47,11 @@
 //
 // With the watchdog (WithWatchdog, on by default) each Client renews its
 // leases every TTL/3 in batches, and cancels a lease's Context when no
-// quorum renewal lands in time. Lock waits for release notices over one
-// Pub/Sub connection per node, not by polling; goroutines of one Client
-// queue locally for a lock, in arrival order. WithFair orders waiters of
+// quorum renewal lands in time. Lock does not poll: a refused waiter
+// queues on the nodes, a release hands the lock to the first waiter and
+// notifies it alone (over one Pub/Sub connection per node), and it claims
+// the lock with one round; goroutines of one Client queue locally for a
+// lock, in arrival order. WithFair orders waiters of
 // all Clients by arrival; WithFencing gives every grant a token that is
 // greater than that of any other owner's lease that ended before it was
 // granted, while the assumptions above hold (see Lease.Token); Multi takes

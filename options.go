@@ -179,8 +179,9 @@ func WithRetry(newBackOff func() backoff.BackOff) Option {
 func WithFair() Option { return func(s *settings) { s.fair = true } }
 
 // WithQueueTimeout sets how long a fair-mode waiter keeps its place without
-// a heartbeat (default DefaultQueueTimeout), in (0, MaxTimeout]: a crashed
-// waiter delays the queue by at most this much.
+// a heartbeat (default DefaultQueueTimeout), in (0, MaxTimeout]; a plain
+// waiter keeps it for the TTL plus this. A crashed waiter is passed over
+// once its place lapsed, and a lock handed to it waits one node timeout.
 func WithQueueTimeout(d time.Duration) Option { return func(s *settings) { s.queueTimeout = d } }
 
 // WithFencing makes every grant carry a fencing token (Lease.Token): when
