@@ -15,6 +15,18 @@ func fairWaiter(ticket int64, lifetime time.Duration) node.Waiter {
 	return node.Waiter{Ticket: ticket, Lifetime: lifetime, Channel: "c", Fair: true}
 }
 
+// inOrder has each owner acquire (hold "<owner>-1") in turn, tickets 1, 2,
+// …: the first takes the lock, the others queue behind it in that order.
+func inOrder(t *testing.T, n *node.Node, keys node.Keys, window time.Duration, owners ...string) {
+	t.Helper()
+	for i, owner := range owners {
+		w := fairWaiter(int64(i+1), time.Minute)
+		if _, err := n.AcquireQueued(context.Background(), nil, keys, owner, owner+"-1", time.Minute, w, window); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // Nodes that received the waiters' enqueues in different orders still
 // agree on the head, because the queue is ordered by the ticket each
 // waiter chose once, not by arrival: every node hands the lock to the
@@ -181,16 +193,7 @@ func TestHandoff_leaveAndWindowPassItOn(t *testing.T) {
 	admin := cluster.Admin(t, 0)
 	keys := keysOf("redlock:{h}")
 	const window = 200 * time.Millisecond
-	queue := func(owner string, ticket int64) {
-		t.Helper()
-		if _, err := n.AcquireQueued(ctx, nil, keys, owner, owner+"-1", time.Minute, fairWaiter(ticket, time.Minute), window); err != nil {
-			t.Fatal(err)
-		}
-	}
-	queue("holder", 1)
-	queue("w1", 10)
-	queue("w2", 20)
-	queue("w3", 30)
+	inOrder(t, n, keys, window, "holder", "w1", "w2", "w3")
 	if _, head, err := n.Release(ctx, keys, "holder", "holder-1", 0, window); err != nil || head != node.Fingerprint("w1") {
 		t.Fatalf("release: %q, %v", head, err)
 	}
@@ -205,7 +208,7 @@ func TestHandoff_leaveAndWindowPassItOn(t *testing.T) {
 		t.Fatal("a handed lock outlived its window")
 	}
 	// w2 did not claim it in time and is off the queue: w3 is first now.
-	got, err := n.AcquireQueued(ctx, nil, keys, "w3", "w3-2", time.Minute, fairWaiter(30, time.Minute), window)
+	got, err := n.AcquireQueued(ctx, nil, keys, "w3", "w3-2", time.Minute, fairWaiter(4, time.Minute), window)
 	if err != nil || !got.Granted {
 		t.Fatalf("w3 after the lapsed handoff: %+v, %v; want granted", got, err)
 	}
@@ -218,14 +221,7 @@ func TestHandoff_renewClaimsReleasePassesOn(t *testing.T) {
 	ctx := context.Background()
 	admin := cluster.Admin(t, 0)
 	keys := keysOf("redlock:{r}")
-	for _, step := range []struct {
-		owner  string
-		ticket int64
-	}{{"holder", 1}, {"w1", 10}, {"w2", 20}} {
-		if _, err := n.AcquireQueued(ctx, nil, keys, step.owner, step.owner+"-1", time.Minute, fairWaiter(step.ticket, time.Minute), time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
+	inOrder(t, n, keys, time.Second, "holder", "w1", "w2")
 	if _, _, err := n.Release(ctx, keys, "holder", "holder-1", 0, time.Second); err != nil {
 		t.Fatal(err)
 	}
