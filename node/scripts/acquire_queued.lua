@@ -26,15 +26,17 @@
 --                           (pttl = -2, who = that waiter's fingerprint)
 local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
 local owner, hold, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local now = node_now()
-evict(q, now)
+local waiting = has_waiters(q)
+if waiting then
+  evict(q, node_now())
+end
 if redis.call('ZSCORE', KEYS[2], hold) then
   return {2}
 end
 local fields = redis.call('HMGET', q.lock, 'owner', 'handed')
 local holder, handed = fields[1], fields[2]
 if holder ~= false and holder ~= owner then
-  enqueue(q, now, owner, ARGV[4], tonumber(ARGV[5]), ARGV[6])
+  enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6])
   return {0, redis.call('PTTL', q.lock), fingerprint(holder)}
 end
 local holds = 1
@@ -42,12 +44,14 @@ if holder == false then
   if redis.call('EXISTS', q.lock) == 1 then
     return redis.error_reply('ERR redlock: key is a hash that is not a lock')
   end
-  if ARGV[7] == '1' then
-    -- Fair: the first waiter's (this one's, if its ticket is the first).
-    enqueue(q, now, owner, ARGV[4], tonumber(ARGV[5]), ARGV[6])
+  if ARGV[7] == '1' and waiting then
+    -- Fair: the first waiter's (this one's, if its ticket is the first;
+    -- with no one queued, this one's).
+    enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6])
+    waiting = true
     local head = redis.call('ZRANGE', q.queue, 0, 0)[1]
     if head ~= owner then
-      return {0, -2, hand(q, now, tonumber(ARGV[8]), hold, nil)}
+      return {0, -2, hand(q, tonumber(ARGV[8]), hold, nil)}
     end
   end
   redis.call('HSET', q.lock, 'owner', owner, hold, 1)
@@ -65,5 +69,7 @@ else
   end
   holds = redis.call('HLEN', q.lock) - 1
 end
-dequeue(q, owner)
+if waiting then
+  dequeue(q, owner)
+end
 return {1, holds}

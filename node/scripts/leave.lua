@@ -17,10 +17,10 @@ dequeue(q, owner)
 local fields = redis.call('HMGET', q.lock, 'owner', 'handed')
 if fields[1] == owner and fields[2] then
   redis.call('DEL', q.lock)
-  hand(q, node_now(), tonumber(ARGV[3]), ARGV[2], nil)
+  hand(q, tonumber(ARGV[3]), ARGV[2], nil)
   return 1
 end
 if removed == 1 and redis.call('EXISTS', q.lock) == 0 then
-  hand(q, node_now(), tonumber(ARGV[3]), ARGV[2], nil)
+  hand(q, tonumber(ARGV[3]), ARGV[2], nil)
 end
 return removed

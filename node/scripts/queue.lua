@@ -18,9 +18,22 @@
 -- validity, as any grant's, counts from that acquire's own start: a
 -- handed lock grants nothing by itself.
 
+-- node_now is the node's time in milliseconds, read once per call and only
+-- by a call that needs it (an uncontended acquire or release does not).
+local node_ms
 local function node_now()
-  local time = redis.call('TIME')
-  return tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  if not node_ms then
+    local time = redis.call('TIME')
+    node_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  return node_ms
+end
+
+-- has_waiters: whether anyone is queued. The queue, alive and wake keys
+-- always have the same members (enqueue, evict and dequeue change all
+-- three), so without the queue key there is nothing to evict or dequeue.
+local function has_waiters(q)
+  return redis.call('EXISTS', q.queue) == 1
 end
 
 -- fingerprint names an owner in replies and notices: enough to recognise
@@ -69,7 +82,11 @@ end
 -- (payload "<id> <fingerprint>"). It returns the fingerprint, or '' when
 -- no one waits. When the first waiter is except (a waiter putting its own
 -- failed attempt back), the lock stays free: that waiter tries again.
-local function hand(q, now, window, id, except)
+local function hand(q, window, id, except)
+  if not has_waiters(q) then
+    return ''
+  end
+  local now = node_now()
   evict(q, now)
   local head = redis.call('ZRANGE', q.queue, 0, 0)[1]
   if head == nil or head == except then

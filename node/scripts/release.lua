@@ -29,17 +29,16 @@
 --        -1  another owner holds the lock: no change
 local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
 local owner, hold = ARGV[1], ARGV[2]
-local now = node_now()
 local life = tonumber(ARGV[4])
 if life > 0 then
   -- Whether or not the hold is here now: another copy of its acquire may
   -- still arrive (one sent earlier and delayed, or re-sent).
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
-  redis.call('ZADD', KEYS[2], now + life, hold)
+  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', node_now())
+  redis.call('ZADD', KEYS[2], node_now() + life, hold)
   lengthen(KEYS[2], life)
 end
 if ARGV[5] then
-  enqueue(q, now, owner, ARGV[5], tonumber(ARGV[6]), ARGV[7])
+  enqueue(q, node_now(), owner, ARGV[5], tonumber(ARGV[6]), ARGV[7])
 end
 local fields = redis.call('HMGET', q.lock, 'owner', hold, 'handed')
 local holder, held = fields[1], fields[2]
@@ -47,7 +46,7 @@ if holder == owner and fields[3] then
   -- Handed to this owner, which is done with the lock (it holds it on
   -- other nodes, or gives up): on to the next waiter.
   redis.call('DEL', q.lock)
-  hand(q, now, tonumber(ARGV[3]), hold, ARGV[5] and owner or nil)
+  hand(q, tonumber(ARGV[3]), hold, ARGV[5] and owner or nil)
   return 0
 end
 if holder == false or holder ~= owner or held == false then
@@ -61,4 +60,4 @@ if redis.call('HLEN', q.lock) > 2 then
   return 1
 end
 redis.call('DEL', q.lock)
-return {2, hand(q, now, tonumber(ARGV[3]), hold, ARGV[5] and owner or nil)}
+return {2, hand(q, tonumber(ARGV[3]), hold, ARGV[5] and owner or nil)}
