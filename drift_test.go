@@ -72,7 +72,7 @@ func TestSettings_mutexOptionsDoNotLeakIntoDefaults(t *testing.T) {
 }
 
 func TestKeysFor_shareOneHashTag(t *testing.T) {
-	k := keysFor("redlock:", "orders/42")
+	k := keysFor("redlock:", "orders/42", time.Second)
 	for _, key := range []string{k.lock, k.fence, k.queue, k.alive, k.channel} {
 		if want := "redlock:{orders/42}"; len(key) < len(want) || key[:len(want)] != want {
 			t.Fatalf("key %q does not start with %q", key, want)

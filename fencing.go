@@ -38,7 +38,7 @@ func (l *Lease) fence(ctx context.Context) error {
 	need := m.settings.quorumOf(len(c.nodes))
 	reads := quorum.Start(ctx, m.settings.roundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Fence] {
-			fence, err := c.nodes[i].ReadFence(ctx, m.keys.fence)
+			fence, err := c.nodes[i].ReadFence(ctx, m.keys.node())
 			if err != nil {
 				return quorum.Reply[node.Fence]{Vote: quorum.Failed, Err: err}
 			}

@@ -122,7 +122,9 @@ func TestFencing_writeBackCarriesTheOrderToLaterQuorums(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	c := newClient(t, cluster, redlock.WithFencing(), redlock.WithNodeTimeout(200*time.Millisecond))
+	// A short TTL: the nodes restarted empty wait out the restart guard
+	// (the TTL) before the second Lock can count them.
+	c := newClient(t, cluster, redlock.WithFencing(), redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithTTL(time.Second))
 	for _, i := range []int{3, 4} {
 		if err := cluster.Nodes[i].Kill(); err != nil {
 			t.Fatal(err)

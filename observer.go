@@ -11,6 +11,9 @@ type Observer struct {
 	Renewed   func(RenewedEvent)
 	Lost      func(LostEvent)
 	NodeError func(*NodeError)
+	// Quarantined: a node lost its data (or is new) and does not vote
+	// until the restart guard has passed (see WithRestartGuard).
+	Quarantined func(QuarantineEvent)
 }
 
 // AcquiredEvent describes a grant.

@@ -25,6 +25,8 @@ const (
 	DefaultNodeTimeout = 500 * time.Millisecond
 	// DefaultKeyPrefix starts every key and channel the library uses.
 	DefaultKeyPrefix = "redlock:"
+	// MaxRestartGuard bounds WithRestartGuard: the longest TTL.
+	MaxRestartGuard = MaxTTL
 	// DefaultQueueTimeout is how long a fair-mode waiter keeps its place in
 	// the queue without a heartbeat.
 	DefaultQueueTimeout = 5 * time.Second
@@ -73,6 +75,10 @@ type settings struct {
 	logger       *slog.Logger
 	observer     Observer
 	tls          *tls.Config // Dial's rediss:// nodes; nil: go-redis's default
+	// restartGuard: how long a node that lost its data does not vote;
+	// guardSet false: the default (see WithRestartGuard).
+	restartGuard time.Duration
+	guardSet     bool
 }
 
 func defaultSettings() settings {
@@ -128,8 +134,31 @@ func (s settings) validate(n int) error {
 			ErrConfig, s.quorum, n)
 	case s.logger == nil:
 		return fmt.Errorf("%w: nil logger", ErrConfig)
+	case !(s.restartGuard >= 0 && s.restartGuard <= MaxRestartGuard):
+		return fmt.Errorf("%w: restart guard must be in [0, %v], got %v", ErrConfig, MaxRestartGuard, s.restartGuard)
 	}
 	return nil
+}
+
+// WithRestartGuard sets how long a node found to have lost its data does
+// not vote: not for acquires, renewals or fencing reads. The scripts keep
+// a marker key on each node (prefix + "node", one per slot on a Redis
+// Cluster node) with the node time since which its data is complete; a
+// script that finds it missing (a restart without persistence, FLUSHALL,
+// a failover to an empty replica, or a node never used before) creates it
+// and the node refuses to vote until d has passed on its clock. A node
+// restarted with its data (AOF) keeps its marker and votes at once.
+//
+// d must be at least the longest TTL of any lease on the same names: a
+// node cannot know the TTLs of the locks it forgot. The default is the
+// longest TTL this Client has used when the Mutex is made (its default
+// TTL and that of every Mutex made before, this one included): right when
+// every Client on the nodes uses the same TTLs; set it to the longest
+// otherwise. 0 turns the guard off (the marker is still kept). A brand-new
+// node therefore waits d before its first vote; set its marker to "0"
+// (SET redlock:node 0) to declare that it never held a lock.
+func WithRestartGuard(d time.Duration) Option {
+	return func(s *settings) { s.restartGuard, s.guardSet = d, true }
 }
 
 // WithTTL sets how long a lease lives on the nodes without renewal

@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/quorumlock/redlock/fair"
@@ -32,6 +33,8 @@ type Client struct {
 	watchdog *watchdog               // renews every lease with the watchdog on
 	sweeper  *sweeper                // releases that nodes did not answer, tried again
 	tag      string                  // names this Client's notice channels
+	longest  atomic.Int64            // the longest TTL used so far: the default restart guard
+	quarantines
 
 	// background tracks every goroutine the Client starts (stragglers of a
 	// round, deferred releases); Close waits for all of them.
@@ -61,6 +64,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c := &Client{defaults: defaults, leases: make(map[*Lease]struct{}), done: make(chan struct{}), tag: reentrant.NewID()}
+	c.longest.Store(int64(defaults.ttl))
 	for i, client := range nodes {
 		if isNil(client) {
 			return nil, fmt.Errorf("%w: node %d is a nil client", ErrConfig, i)
@@ -190,7 +194,7 @@ func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 	if name == "" {
 		m.err = fmt.Errorf("%w: empty lock name", ErrConfig)
 	}
-	m.keys = keysFor(m.settings.keyPrefix, name)
+	m.keys = keysFor(m.settings.keyPrefix, name, c.restartGuard(m.settings))
 	m.mode, m.queue = newMode(m)
 	return m
 }
@@ -238,6 +242,7 @@ func (c *Client) end() { c.calls.Done() }
 // nodeError wraps a node's failure and tells the observer.
 func (c *Client) nodeError(s *settings, index int, err error) *NodeError {
 	nodeErr := &NodeError{Node: index, Addr: c.nodes[index].Addr(), Err: err}
+	c.sawQuarantine(s, index, err)
 	// Debug: while a node is down every round reports it; the round's
 	// outcome (no quorum, a lost lease) is what deserves a warning.
 	s.logger.Debug("redlock: node error", "node", index, "addr", nodeErr.Addr, "err", err)
@@ -251,15 +256,20 @@ func (c *Client) nodeError(s *settings, index int, err error) *NodeError {
 // every key of a lock lands in one Redis Cluster slot.
 type keys struct {
 	lock, gone, fence, queue, alive, wake, channel string
+	marker                                         string        // the node's marker of complete data (not the lock's)
+	guard                                          time.Duration // the restart guard (see WithRestartGuard)
 }
 
 func (k keys) node() node.Keys {
-	return node.Keys{Lock: k.lock, Gone: k.gone, Fence: k.fence, Queue: k.queue, Alive: k.alive, Wake: k.wake}
+	return node.Keys{Lock: k.lock, Gone: k.gone, Fence: k.fence, Queue: k.queue, Alive: k.alive, Wake: k.wake,
+		Marker: k.marker, Guard: k.guard}
 }
 
-func keysFor(prefix, name string) keys {
+func keysFor(prefix, name string, guard time.Duration) keys {
 	base := prefix + "{" + name + "}"
 	return keys{
+		marker:  prefix + "node",
+		guard:   guard,
 		lock:    base,
 		gone:    base + ":gone",
 		fence:   base + ":fence",

@@ -37,6 +37,7 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, o
 	acquire := func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
 		acquired, err := m.mode.acquire(ctx, order, i, k, hold)
 		c.health.record(i, err)
+		c.sawQuarantine(s, i, err)
 		switch {
 		case err != nil:
 			return quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: err}

@@ -21,6 +21,7 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/redisproc"
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // testCA makes a CA and a server certificate for 127.0.0.1 in dir and
@@ -107,7 +108,21 @@ func TestDial_TLSAndACL(t *testing.T) {
 		urls = append(urls, fmt.Sprintf("rediss://locker:s3cret@127.0.0.1:%d", tlsPort))
 	}
 	ctx := testContext(t)
-	c, err := redlock.Dial(urls, redlock.WithTLS(&tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}))
+	tlsConfig := &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	for _, url := range urls { // new nodes: mark them as never having held a lock
+		opts, err := redis.ParseURL(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.TLSConfig = tlsConfig
+		admin := redis.NewClient(opts)
+		err = admin.Set(ctx, "redlock:node", "0", 0).Err()
+		_ = admin.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := redlock.Dial(urls, redlock.WithTLS(tlsConfig))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,13 @@ func startNodes(b *testing.B, n int) *nodes {
 			b.Fatalf("node %d: %v", i, err)
 		}
 		set.servers = append(set.servers, srv)
-		set.admins = append(set.admins, redis.NewClient(&redis.Options{Addr: srv.addr}))
+		admin := redis.NewClient(&redis.Options{Addr: srv.addr})
+		set.admins = append(set.admins, admin)
+		// A new node never held a lock: its marker says so, or redlock's
+		// restart guard would keep it from voting for a TTL.
+		if err := admin.Set(context.Background(), "redlock:node", "0", 0).Err(); err != nil {
+			b.Fatalf("node %d: mark it new: %v", i, err)
+		}
 	}
 	return set
 }

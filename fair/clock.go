@@ -59,12 +59,14 @@ func (c *Clock) measure(ctx context.Context, q *Queue) (time.Duration, bool) {
 	var mu sync.Mutex
 	var offsets []time.Duration
 	var group errgroup.Group
+	clockOnly := q.Keys
+	clockOnly.Guard = 0 // only the clock is read: a node that lost its data has one
 	for i, n := range q.Nodes {
 		group.Go(func() error {
 			ctx, cancel := context.WithTimeout(ctx, q.NodeTimeout)
 			defer cancel()
 			sent := c.local()
-			fence, err := n.ReadFence(ctx, q.Keys.Fence)
+			fence, err := n.ReadFence(ctx, clockOnly)
 			if err != nil {
 				if q.OnError != nil {
 					q.OnError(i, err)

@@ -74,7 +74,7 @@ func TestQueue_leave(t *testing.T) {
 	q := &fair.Queue{
 		Nodes: nodes, Channel: "redlock:{q}:released",
 		Keys: node.Keys{Lock: "redlock:{q}", Gone: "redlock:{q}:gone", Fence: "redlock:{q}:fence",
-			Queue: "redlock:{q}:queue", Alive: "redlock:{q}:alive"},
+			Queue: "redlock:{q}:queue", Alive: "redlock:{q}:alive", Wake: "redlock:{q}:wake", Marker: "redlock:node"},
 		TTL: time.Second, QueueTimeout: time.Minute, NodeTimeout: 300 * time.Millisecond,
 		OnError: func(i int, err error) {
 			mu.Lock()
@@ -109,7 +109,7 @@ func TestQueue_leave(t *testing.T) {
 func TestClock_measuresTheNodesTime(t *testing.T) {
 	cluster := redistest.Start(t, 3)
 	nodes := nodesOf(t, cluster)
-	q := &fair.Queue{Nodes: nodes, Keys: node.Keys{Fence: "f"}, NodeTimeout: time.Second}
+	q := &fair.Queue{Nodes: nodes, Keys: node.Keys{Fence: "f", Marker: "redlock:node", Guard: time.Minute}, NodeTimeout: time.Second}
 	behind := fair.Clock{Local: func() time.Time { return time.Now().Add(-5 * time.Second) }}
 	if got := behind.Now(context.Background(), q); time.Since(got).Abs() > 100*time.Millisecond {
 		t.Fatalf("Clock.Now is %v off the nodes' time", time.Since(got))

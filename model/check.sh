@@ -58,6 +58,9 @@ check lock-tombstones           lock.pml pass -DLATE -DMAXCLOCK=2
 check lock-tombstones-restart   lock.pml pass -DLATE -DMAXCLOCK=2 -DCRASH
 check neg-majority-empty        lock.pml fail -DMAJWIPE
 check neg-restart-empty-at-once lock.pml fail -DCRASH -DEARLY
+check lock-guard-restart-at-once lock.pml pass -DCRASH -DEARLY -DGUARD
+check lock-guard-majority-empty lock.pml pass -DMAJWIPE -DGUARD
+check neg-guard-shorter-than-ttl lock.pml fail -DMAJWIPE -DGUARD -DDRIFT=0 -DGUARDFOR=1
 check neg-quorum-n-over-2       lock.pml fail -DQ=1
 check neg-no-tombstones         lock.pml fail -DLATE -DMAXCLOCK=2 -DNOTOMB
 # The handoff to the first waiter (handoff.pml).

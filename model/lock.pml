@@ -28,7 +28,14 @@
  *   EARLY     with CRASH: the node restarts empty at once, not a TTL
  *             later; must fail (mutual exclusion).
  *   MAJWIPE   two nodes (a majority) restart empty at once, at any time;
- *             must fail (mutual exclusion).
+ *             must fail (mutual exclusion) without GUARD.
+ *   GUARD     the restart guard (scripts/guard.lua): a node that lost its
+ *             data finds its marker gone at its next script, makes a new
+ *             one stamped with its clock, and does not vote until GUARDFOR
+ *             ticks after that; with CRASH EARLY or MAJWIPE it must pass.
+ *   GUARDFOR  the guard's length (default TTL); shorter than a lease's
+ *             validity (DRIFT=0 GUARDFOR=1: a Client whose guard is
+ *             shorter than another's TTL), it must fail with MAJWIPE.
  *   Q=1       a quorum of one node out of three; must fail.
  *   NOTOMB    releases leave no tombstone; must fail (tombstones).
  */
@@ -36,10 +43,17 @@
 #ifndef Q
 #define Q 2
 #endif
+#ifndef TTL
 #define TTL 2
+#endif
+#ifndef DRIFT
 #define DRIFT 1
+#endif
 #ifndef MAXCLOCK
 #define MAXCLOCK 3
+#endif
+#ifndef GUARDFOR
+#define GUARDFOR TTL
 #endif
 
 byte clock;
@@ -49,6 +63,9 @@ bool tomb[N];          /* a tombstone for client 1's hold (the one released late
 bool releasedOn[N];    /* client 1's release with tombstone ran on the node */
 byte releasedAt[N];    /* ... at this clock */
 bool up[N];
+bool lost[N];          /* the node lost its data (its marker is not "0" any more) */
+bool marked[N];        /* ... and has made a new marker */
+byte markedAt[N];      /* ... at this clock */
 
 bool holding[3];
 byte until[3];
@@ -66,6 +83,18 @@ active proctype Tick() {
 	od
 }
 
+/* The worst case of the guard: a script of another lock finds the marker
+ * gone the moment the data is lost and makes it then (the earliest it can
+ * be made, so the earliest the node votes again); otherwise the next
+ * acquire makes it. */
+#ifdef GUARD
+#define MARKNOW(n) if :: marked[n] = true; markedAt[n] = clock :: skip fi
+#else
+#define MARKNOW(n) skip
+#endif
+/* node n loses its data */
+#define LOSE(n) owner[n] = 0; tomb[n] = false; lost[n] = true; marked[n] = false; MARKNOW(n)
+
 #ifdef CRASH
 proctype Crash() {
 	byte n, since;
@@ -76,23 +105,33 @@ proctype Crash() {
 	fi;
 	atomic { up[n] = false; since = clock };
 #ifdef EARLY
-	atomic { owner[n] = 0; tomb[n] = false; up[n] = true } /* at once */
+	atomic { LOSE(n); up[n] = true } /* at once */
 #else
-	atomic { clock >= since + TTL -> owner[n] = 0; tomb[n] = false; up[n] = true }
+	atomic { clock >= since + TTL -> LOSE(n); up[n] = true }
 #endif
 }
 #endif
 
 #ifdef MAJWIPE
 proctype Wipe() {
-	atomic { owner[0] = 0; owner[1] = 0; tomb[0] = false; tomb[1] = false }
+	atomic { LOSE(0); LOSE(1) }
 }
 #endif
 
+/* guard.lua on node i: make a missing marker; vote only GUARDFOR ticks
+ * after it was made */
+#ifdef GUARD
+#define GUARDED(i) if :: lost[i] && !marked[i] -> marked[i] = true; markedAt[i] = clock :: else -> skip fi
+#define VOTES(i) (!lost[i] || clock >= markedAt[i] + GUARDFOR)
+#else
+#define GUARDED(i) skip
+#define VOTES(i) true
+#endif
+
 /* acquire.lua on node i: free (or expired) and no tombstone for the hold */
-#define VOTE(i) :: atomic { !sent[i] && up[i] -> sent[i] = true; \
+#define VOTE(i) :: atomic { !sent[i] && up[i] -> sent[i] = true; GUARDED(i); \
 	if \
-	:: (owner[i] == 0 || expiry[i] <= clock) && !(me == 1 && tomb[i]) -> \
+	:: VOTES(i) && (owner[i] == 0 || expiry[i] <= clock) && !(me == 1 && tomb[i]) -> \
 		assert(!(me == 1 && releasedOn[i] && clock < releasedAt[i] + TTL)); \
 		owner[i] = me; expiry[i] = clock + TTL; votes++ \
 	:: else -> skip \

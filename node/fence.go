@@ -15,7 +15,7 @@ var (
 	//go:embed scripts/fence.lua
 	fenceSource string
 
-	fenceReadScript = newScript(fenceReadSource)
+	fenceReadScript = newScript(guardSource + fenceReadSource)
 	fenceScript     = newScript(fenceSource)
 )
 
@@ -29,11 +29,13 @@ type Fence struct {
 	Clock   time.Time // the node's TIME, microsecond resolution
 }
 
-// ReadFence reads the fencing counter at key and the node's clock.
-func (n *Node) ReadFence(ctx context.Context, key string) (Fence, error) {
-	reply, err := n.run(ctx, fenceReadScript, []string{key}).Result()
+// ReadFence reads the fencing counter of the lock at keys and the node's
+// clock. A node that lost its data less than keys.Guard ago answers a
+// *Quarantine: its counter may be behind.
+func (n *Node) ReadFence(ctx context.Context, keys Keys) (Fence, error) {
+	reply, err := n.run(ctx, fenceReadScript, []string{keys.Fence, n.markerKey(keys)}, milliseconds(keys.Guard)).Result()
 	if err != nil {
-		return Fence{}, err
+		return Fence{}, quarantined(err)
 	}
 	return decodeFence(reply)
 }

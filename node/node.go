@@ -21,8 +21,10 @@ var (
 	//go:embed scripts/renew.lua
 	renewSource string
 
-	acquireScript = newScript(acquireSource)
-	renewScript   = newScript(renewSource)
+	// Every script whose answer counts as a vote checks the restart guard
+	// first (guard.lua).
+	acquireScript = newScript(guardSource + acquireSource)
+	renewScript   = newScript(guardSource + renewSource)
 )
 
 // luaScript is a script and its source (to SCRIPT LOAD it ahead of a
@@ -49,10 +51,11 @@ type Client interface {
 // Node is one Redis node. Its methods are safe for concurrent use; each call
 // is bounded by ctx.
 type Node struct {
-	index  int
-	addr   string
-	client Client
-	calls  *batcher
+	index   int
+	addr    string
+	client  Client
+	cluster bool // a Redis Cluster: one marker per slot (see markerKey)
+	calls   *batcher
 }
 
 // New wraps client as the node at position index.
@@ -64,7 +67,8 @@ func New(index int, addr string, client Client) *Node {
 		_, _ = pipe.Exec(ctx)
 		return ping.Err()
 	}
-	return &Node{index: index, addr: addr, client: client, calls: b}
+	_, cluster := client.(*redis.ClusterClient)
+	return &Node{index: index, addr: addr, client: client, cluster: cluster, calls: b}
 }
 
 // Wait stops the node's background work and returns once no goroutine of
@@ -94,6 +98,11 @@ type Keys struct {
 	Queue string // waiters by ticket
 	Alive string // waiters' heartbeat deadlines
 	Wake  string // waiters' notice channels
+	// Marker is the node's marker of complete data (see scripts/guard.lua);
+	// Guard how long after losing its data a node does not vote (0: the
+	// guard is off).
+	Marker string
+	Guard  time.Duration
 }
 
 // Acquired is a node's answer to an acquire.
@@ -113,10 +122,10 @@ type Acquired struct {
 // Acquire takes the lock for owner's hold, or re-enters it. The call is
 // one of order's (nil: of none).
 func (n *Node) Acquire(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration) (Acquired, error) {
-	reply, err := n.calls.run(ctx, order, acquireScript, []string{keys.Lock, keys.Gone},
-		owner, hold, milliseconds(ttl)).Result()
+	reply, err := n.calls.run(ctx, order, acquireScript, []string{keys.Lock, keys.Gone, n.markerKey(keys)},
+		owner, hold, milliseconds(ttl), milliseconds(keys.Guard)).Result()
 	if err != nil {
-		return Acquired{}, err
+		return Acquired{}, quarantined(err)
 	}
 	return decodeAcquired(reply)
 }
@@ -189,15 +198,22 @@ const (
 // Renew extends every hold in batch with one script call and answers one
 // Renewed per item, in order.
 func (n *Node) Renew(ctx context.Context, batch []Renewal) ([]Renewed, error) {
-	keys := make([]string, 0, 2*len(batch))
-	args := make([]any, 0, 3*len(batch))
+	keys := make([]string, 0, 2*len(batch)+1)
+	args := make([]any, 0, 3*len(batch)+1)
+	var guard time.Duration
 	for _, item := range batch {
 		keys = append(keys, item.Keys.Lock, item.Keys.Gone)
 		args = append(args, item.Owner, item.Hold, milliseconds(item.TTL))
+		guard = max(guard, item.Keys.Guard)
 	}
-	reply, err := n.run(ctx, renewScript, keys, args...).Result()
+	// Any marker of the node tells whether it lost its data: the first
+	// item's (a batch spans one slot on a Cluster node).
+	if len(batch) > 0 {
+		keys = append(keys, n.markerKey(batch[0].Keys))
+	}
+	reply, err := n.run(ctx, renewScript, keys, append(args, milliseconds(guard))...).Result()
 	if err != nil {
-		return nil, err
+		return nil, quarantined(err)
 	}
 	return decodeRenewed(reply, len(batch))
 }
@@ -249,5 +265,5 @@ func milliseconds(d time.Duration) string {
 // itself: a script error or a reply of the wrong shape. Otherwise (a
 // timeout, a refused or broken connection) the call's fate is unknown.
 func Answered(err error) bool {
-	return err == nil || errors.Is(err, ErrBadReply) || isRedisError(err)
+	return err == nil || errors.Is(err, ErrBadReply) || errors.Is(err, ErrQuarantined) || isRedisError(err)
 }

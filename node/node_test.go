@@ -155,8 +155,16 @@ func TestScriptFlushFallsBackToEval(t *testing.T) {
 }
 
 // keysOf names the keys of the lock at key, as the root package does.
+// fenceKeys are the keys of a fence read of counter key.
+func fenceKeys(key string) node.Keys {
+	keys := keysOf("unused")
+	keys.Fence = key
+	return keys
+}
+
 func keysOf(key string) node.Keys {
-	return node.Keys{Lock: key, Gone: key + ":gone", Fence: key + ":fence", Queue: key + ":queue", Alive: key + ":alive", Wake: key + ":wake"}
+	return node.Keys{Lock: key, Gone: key + ":gone", Fence: key + ":fence", Queue: key + ":queue", Alive: key + ":alive", Wake: key + ":wake",
+		Marker: "redlock:node"}
 }
 
 // release is Node.Release without the next waiter's name.
@@ -213,14 +221,14 @@ func TestRelease_tombstoneRefusesALateAcquireAndRenewal(t *testing.T) {
 func TestReadFence_counterAndClock(t *testing.T) {
 	n, cluster := oneNode(t)
 	ctx := context.Background()
-	got, err := n.ReadFence(ctx, "f")
+	got, err := n.ReadFence(ctx, fenceKeys("f"))
 	if err != nil || got.Counter != 0 || time.Since(got.Clock).Abs() > time.Minute {
 		t.Fatalf("ReadFence of no counter = %+v, %v", got, err)
 	}
 	if _, err := n.RaiseFence(ctx, "f", 1795317275550414); err != nil {
 		t.Fatal(err)
 	}
-	if got, err = n.ReadFence(ctx, "f"); err != nil || got.Counter != 1795317275550414 {
+	if got, err = n.ReadFence(ctx, fenceKeys("f")); err != nil || got.Counter != 1795317275550414 {
 		t.Fatalf("ReadFence after a raise = %+v, %v", got, err)
 	}
 	// Above 2^53, where Lua numbers stop being exact: compared as strings.
@@ -232,7 +240,7 @@ func TestReadFence_counterAndClock(t *testing.T) {
 	if err := cluster.Admin(t, 0).HSet(ctx, "h", "a", "b").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.ReadFence(ctx, "h"); err == nil || !node.Answered(err) {
+	if _, err := n.ReadFence(ctx, fenceKeys("h")); err == nil || !node.Answered(err) {
 		t.Fatalf("ReadFence of a hash = %v, want a WRONGTYPE answer", err)
 	}
 }

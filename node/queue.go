@@ -23,9 +23,10 @@ var (
 
 	// The scripts that queue waiters or free the lock share queue.lua:
 	// the queue, and the handoff of a freed lock to its first waiter.
-	acquireQueuedScript = newScript(queueSource + acquireQueuedSource)
-	releaseScript       = newScript(queueSource + releaseSource)
-	leaveScript         = newScript(queueSource + leaveSource)
+	// (guard.lua goes first: it has the node's clock, and the guard.)
+	acquireQueuedScript = newScript(guardSource + queueSource + acquireQueuedSource)
+	releaseScript       = newScript(guardSource + queueSource + releaseSource)
+	leaveScript         = newScript(guardSource + queueSource + leaveSource)
 )
 
 // Waiter is how an acquire queues its owner when it is refused.
@@ -59,10 +60,10 @@ func (k Keys) queued() []string {
 func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration,
 	w Waiter, window time.Duration) (Acquired, error) {
 	args := append([]any{owner, hold, milliseconds(ttl)}, w.args()...)
-	reply, err := n.calls.run(ctx, order, acquireQueuedScript, keys.queued(),
-		append(args, milliseconds(window))...).Result()
+	reply, err := n.calls.run(ctx, order, acquireQueuedScript, append(keys.queued(), n.markerKey(keys)),
+		append(args, milliseconds(window), milliseconds(keys.Guard))...).Result()
 	if err != nil {
-		return Acquired{}, err
+		return Acquired{}, quarantined(err)
 	}
 	return decodeAcquired(reply)
 }

@@ -9,13 +9,16 @@
 package redisproc
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 )
 
 // DefaultBinary is the executable name used when Config.Binary is empty.
@@ -107,12 +110,32 @@ func Start(cfg Config) (*Server, error) {
 		proc, err := server.launch()
 		if err == nil {
 			server.proc = proc
+			server.markNew()
 			return server, nil
 		}
 		if cfg.Port != 0 || !errors.Is(err, errAddressInUse) || attempt == attempts {
 			return nil, err
 		}
 	}
+}
+
+// NewMarker is what Start sets on a new server: the library's marker of
+// complete data (see redlock.WithRestartGuard) with the value "0", as the
+// operator of a brand-new node may: this server never held a lock, so it
+// votes at once. A Restart without its data does not set it again: that
+// is the data loss the guard is for.
+const NewMarker = "SET redlock:node 0 NX"
+
+// markNew sets NewMarker, where the server takes plain commands (not on a
+// TLS-only or password-protected server: tests of those set it themselves).
+func (s *Server) markNew() {
+	conn, err := net.DialTimeout("tcp", s.Addr(), readyTimeout)
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(readyTimeout))
+	_, _ = roundTrip(conn, bufio.NewReader(conn), NewMarker)
 }
 
 // Addr returns "127.0.0.1:PORT".

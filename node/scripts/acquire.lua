@@ -8,7 +8,9 @@
 -- KEYS[2]  released holds: ZSET hold id -> expiry (see release.lua)
 -- ARGV[1]  owner id
 -- ARGV[2]  hold id
+-- KEYS[3]  the node's marker (see guard.lua)
 -- ARGV[3]  ttl in milliseconds
+-- ARGV[4]  restart guard in milliseconds (see guard.lua; "0": off)
 --
 -- Reply: {1, holds}          granted; holds = this owner's hold count
 --        {0, pttl, holder}   another owner holds it; pttl = its remaining
@@ -17,7 +19,11 @@
 --                            which would let the reader release the lock)
 --        {2}                 this hold was released already: not granted
 -- Errors: WRONGTYPE when KEYS[1] is not a hash; "not a lock" when it is a
---         hash without an owner.
+--         hash without an owner; QUARANTINED (see guard.lua).
+local refused = guard(KEYS[3], ARGV[4])
+if refused then
+  return refused
+end
 local holder = redis.call('HGET', KEYS[1], 'owner')
 if holder ~= false and holder ~= ARGV[1] then
   return {0, redis.call('PTTL', KEYS[1]), string.sub(redis.sha1hex(holder), 1, 16)}

@@ -17,6 +17,7 @@
 -- ARGV[7]  "1": fair (a free lock goes to the queue's first waiter);
 --          "0": plain (a newcomer takes a free lock)
 -- ARGV[8]  handoff window in milliseconds (see hand in queue.lua)
+-- KEYS[6]  the node's marker, ARGV[9] restart guard in ms (see guard.lua)
 --
 -- Reply: {1, holds}         granted (as acquire.lua); a claimed handoff is 1
 --        {2}                this hold was released already (as acquire.lua)
@@ -24,6 +25,11 @@
 --                           who = its fingerprint), or it was free but
 --                           another waiter heads the queue and now has it
 --                           (pttl = -2, who = that waiter's fingerprint)
+--        QUARANTINED error (see guard.lua): nothing changed
+local refused = guard(KEYS[6], ARGV[9])
+if refused then
+  return refused
+end
 local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
 local owner, hold, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local waiting = has_waiters(q)

@@ -2,10 +2,16 @@
 -- that starts after the lock was granted on a quorum (see fencing.go).
 --
 -- KEYS[1]  fence counter (a decimal string; absent reads as "0")
+-- KEYS[2]  the node's marker, ARGV[1] restart guard in ms (see guard.lua)
 --
 -- Reply: {counter, seconds, microseconds}, each a decimal string; the last
 --        two are the node's TIME.
--- Errors: WRONGTYPE when KEYS[1] is not a string.
+-- Errors: WRONGTYPE when KEYS[1] is not a string; QUARANTINED (see
+--         guard.lua).
+local refused = guard(KEYS[2], ARGV[1])
+if refused then
+  return refused
+end
 local counter = redis.call('GET', KEYS[1]) or '0'
 local time = redis.call('TIME')
 return {counter, time[1], time[2]}

@@ -1,6 +1,7 @@
 -- queue: the waiters of a lock and the handoff to the first of them. This
--- file is put in front of every script that queues waiters or frees the
--- lock (acquire_queued.lua, release.lua, leave.lua).
+-- file (after guard.lua, for node_now) is put in front of every script
+-- that queues waiters or frees the lock (acquire_queued.lua, release.lua,
+-- leave.lua).
 --
 -- Keys of one lock, all in one hash slot:
 --   lock   hash: field "owner" = owner id, one field per hold id; a lock
@@ -17,17 +18,6 @@
 -- waiter claims it with its next acquire (acquire_queued.lua), whose
 -- validity, as any grant's, counts from that acquire's own start: a
 -- handed lock grants nothing by itself.
-
--- node_now is the node's time in milliseconds, read once per call and only
--- by a call that needs it (an uncontended acquire or release does not).
-local node_ms
-local function node_now()
-  if not node_ms then
-    local time = redis.call('TIME')
-    node_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
-  end
-  return node_ms
-end
 
 -- has_waiters: whether anyone is queued. The queue, alive and wake keys
 -- always have the same members (enqueue, evict and dequeue change all

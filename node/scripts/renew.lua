@@ -8,14 +8,20 @@
 -- ARGV[3i-2]     owner id of item i
 -- ARGV[3i-1]     hold id of item i
 -- ARGV[3i]       ttl in milliseconds of item i
+-- KEYS[#KEYS]    the node's marker, ARGV[#ARGV] restart guard in ms (see
+--                guard.lua)
 --
 -- Reply: one integer per item:
 --         1  renewed (or re-created)
 --         0  another owner holds the lock here, or the hold was released
 --        -2  the key is a hash that is not a lock
--- Errors: WRONGTYPE when a key is not a hash (the whole batch fails).
+-- Errors: WRONGTYPE when a key is not a hash (the whole batch fails);
+--         QUARANTINED (see guard.lua): the holds are renewed or re-created
+--         all the same (the node keeps them from other owners once it
+--         votes again), but the node's answer must not count.
+local quarantined = guard(KEYS[#KEYS], ARGV[#ARGV])
 local replies = {}
-for i = 1, #KEYS / 2 do
+for i = 1, (#KEYS - 1) / 2 do
   local key, gone, owner, hold = KEYS[2 * i - 1], KEYS[2 * i], ARGV[3 * i - 2], ARGV[3 * i - 1]
   local ttl = tonumber(ARGV[3 * i])
   local fields = redis.call('HMGET', key, 'owner', hold)
@@ -38,5 +44,8 @@ for i = 1, #KEYS / 2 do
     end
     replies[i] = 1
   end
+end
+if quarantined then
+  return quarantined
 end
 return replies

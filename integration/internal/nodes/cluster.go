@@ -94,6 +94,17 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	// New nodes never held a lock: their markers say so, or redlock's
+	// restart guard would keep them from voting for a TTL. A restart
+	// later does not set it again: that is the loss the guard is for.
+	for i := range c.nodes {
+		client := c.Client(i)
+		err := client.Set(ctx, "redlock:node", "0", 0).Err()
+		_ = client.Close()
+		if err != nil {
+			return nil, fmt.Errorf("node %d: mark it new: %w", i, err)
+		}
+	}
 	return c, nil
 }
 

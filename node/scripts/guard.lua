@@ -1,0 +1,48 @@
+-- guard: a node that lost its data does not grant for a while. This file
+-- is put in front of every script whose answer counts as a vote
+-- (acquire.lua, acquire_queued.lua, renew.lua, fence_read.lua) and of
+-- queue.lua.
+--
+-- The marker key (one per node; on a Redis Cluster node one per slot)
+-- holds the node time in milliseconds since which the node's data is
+-- complete. A script that finds it missing creates it with the node's
+-- time now: the node lost its data (a restart without persistence,
+-- FLUSHALL, a failover to an empty replica) or is new, and a node cannot
+-- tell which. A lease granted before the loss may still be valid for up
+-- to the longest TTL in use, and the node no longer knows of it, so it
+-- refuses to vote until guard ms have passed since the marker was made.
+-- "0" in the marker: complete since forever (set by whoever knows the
+-- node never held a lock). A node restarted with its data keeps its
+-- marker and is not held back.
+
+-- node_now is the node's time in milliseconds, read once per call and only
+-- by a call that needs it.
+local node_ms
+local function node_now()
+  if not node_ms then
+    local time = redis.call('TIME')
+    node_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+  end
+  return node_ms
+end
+
+-- guard returns nil when the node may vote, or the error reply
+-- "QUARANTINED <since> <until>" (node times in ms) when it lost its data
+-- less than guard ms ago ("0": the guard is off, the marker is kept).
+local function guard(marker, guard_ms)
+  local since = redis.call('GET', marker)
+  if since == false then
+    since = node_now()
+    redis.call('SET', marker, since)
+  else
+    since = tonumber(since)
+    if since == nil then
+      return redis.error_reply('ERR redlock: the node marker is not a time')
+    end
+  end
+  local guard_for = tonumber(guard_ms)
+  if guard_for > 0 and since > 0 and node_now() < since + guard_for then
+    return redis.error_reply(string.format('QUARANTINED %d %d', since, since + guard_for))
+  end
+  return nil
+end
