@@ -29,7 +29,8 @@ func unsafeOptions(ttl time.Duration) []redlock.Option {
 func TestUnsafe_majorityRestartedEmpty(t *testing.T) {
 	options := append(unsafeOptions(3*time.Second), redlock.WithRestartGuard(0))
 	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: options})
-	c.requireViolations(restartMajorityEmpty(c))
+	c.requireViolations(restartMajorityEmpty(c, 3500*time.Millisecond, 600*time.Millisecond,
+		900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond))
 }
 
 // The restart guard on (its default, the TTL): the nodes restarted empty
@@ -38,28 +39,16 @@ func TestUnsafe_majorityRestartedEmpty(t *testing.T) {
 // TTL, restarts at 0.9 and 1.8 s, sections again from about 4 s on.
 func TestGuard_majorityRestartedEmpty(t *testing.T) {
 	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: unsafeOptions(2 * time.Second)})
-	r := c.run(6*time.Second, workload.Config{Hold: 300 * time.Millisecond}, func(ctx context.Context) {
-		start := time.Now()
-		for _, at := range []time.Duration{900 * time.Millisecond, 1800 * time.Millisecond} {
-			if !sleep(ctx, time.Until(start.Add(at))) {
-				return
-			}
-			var wg sync.WaitGroup
-			for _, i := range []int{0, 1, 2} {
-				wg.Go(func() { c.fault(fmt.Sprintf("restart node %d empty", i), c.nodes[i].Restart(false)) })
-			}
-			wg.Wait()
-		}
-	})
+	r := restartMajorityEmpty(c, 6*time.Second, 300*time.Millisecond, 900*time.Millisecond, 1800*time.Millisecond)
 	c.requireSafe(r, 5)
 }
 
-// restartMajorityEmpty restarts nodes 0, 1 and 2 empty at once, three times
-// in 3.5 s of 600 ms holds.
-func restartMajorityEmpty(c *cluster) result {
-	return c.run(3500*time.Millisecond, workload.Config{Hold: 600 * time.Millisecond}, func(ctx context.Context) {
+// restartMajorityEmpty runs d of holds of hold, restarting nodes 0, 1 and 2
+// empty at once at each of times.
+func restartMajorityEmpty(c *cluster, d, hold time.Duration, times ...time.Duration) result {
+	return c.run(d, workload.Config{Hold: hold}, func(ctx context.Context) {
 		start := time.Now()
-		for _, at := range []time.Duration{900 * time.Millisecond, 1800 * time.Millisecond, 2700 * time.Millisecond} {
+		for _, at := range times {
 			if !sleep(ctx, time.Until(start.Add(at))) {
 				return
 			}
