@@ -12,7 +12,8 @@ type Observer struct {
 	Lost      func(LostEvent)
 	NodeError func(*NodeError)
 	// Quarantined: a node lost its data (or is new) and does not vote
-	// until the restart guard has passed (see WithRestartGuard).
+	// until the restart guard has passed (see WithRestartGuard), or its
+	// clock was found to run fast (see WithClockCheck).
 	Quarantined func(QuarantineEvent)
 }
 

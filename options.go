@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
+
+	"github.com/quorumlock/redlock/node"
 )
 
 // Defaults. Given to New, options replace them for every Mutex of the
@@ -79,6 +81,8 @@ type settings struct {
 	// guardSet false: the default (see WithRestartGuard).
 	restartGuard time.Duration
 	guardSet     bool
+	// clockOff: WithClockCheck(false).
+	clockOff bool
 }
 
 func defaultSettings() settings {
@@ -159,6 +163,34 @@ func (s settings) validate(n int) error {
 // (SET redlock:node 0) to declare that it never held a lock.
 func WithRestartGuard(d time.Duration) Option {
 	return func(s *settings) { s.restartGuard, s.guardSet = d, true }
+}
+
+// WithClockCheck turns the check of the nodes' clock rates on or off
+// (default on). Every round trip to a node reads its clock (TIME, in the
+// same pipeline as the call), and the Client compares how far the node's
+// clock moved between two readings with how much time passed on its own
+// monotonic clock at most. A node whose clock is proven to run faster than
+// 1 + the drift factor allows, or to have jumped forward, expires keys
+// early: its answers to acquires, renewals and fencing reads do not count
+// (Observer.Quarantined, a slog warning, ErrQuarantined in node errors)
+// until it has been found in bounds for a TTL after the last finding.
+//
+// What it rests on: this process's monotonic clock runs true (one that
+// stops while the nodes' run on, as in a suspended VM, makes every node
+// look fast: no quorum for about a TTL after the resume). A Client's
+// first call to a node reads the node's clock one extra round trip before
+// it, which proves a clock running about three times too fast or more at
+// once; smaller excesses are proven as readings spread over up to 1.6 s
+// accumulate. The check is off on Redis Cluster and Ring clients, whose
+// TIME may come from another shard than the script's.
+func WithClockCheck(on bool) Option { return func(s *settings) { s.clockOff = !on } }
+
+// clockCheck is the node-level form of the clock check of these settings.
+func (s settings) clockCheck() node.ClockCheck {
+	if s.clockOff {
+		return node.ClockCheck{}
+	}
+	return node.ClockCheck{MaxRate: 1 + s.driftFactor, Hold: s.ttl}
 }
 
 // WithTTL sets how long a lease lives on the nodes without renewal

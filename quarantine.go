@@ -8,51 +8,75 @@ import (
 	"github.com/quorumlock/redlock/node"
 )
 
-// QuarantineEvent reports a node that does not vote because it lost its
-// data (or is new) less than the restart guard ago (see WithRestartGuard).
-// It is reported once per data loss and node, by the first call that met
-// the refusal.
+// QuarantineEvent reports a node that does not vote: it lost its data (or
+// is new) less than the restart guard ago (see WithRestartGuard), or its
+// clock was found to run fast (see WithClockCheck). It is reported once per
+// data loss, or run of clock findings, and node, by the first call that
+// met the refusal.
 type QuarantineEvent struct {
 	Node   int
 	Addr   string
-	Reason error     // matches ErrQuarantined; says when the node lost its data
-	Until  time.Time // when the node votes again (its clock)
+	Reason error // matches ErrQuarantined; a *node.Quarantine or a *node.ClockQuarantine says why
+	// Until is when the node votes again: on its own clock after a data
+	// loss, on this process's clock (and only if no further finding
+	// comes) after a fast clock.
+	Until time.Time
 }
 
-// ErrQuarantined matches a node's refusal to vote after it lost its data:
+// ErrQuarantined matches a node's refusal to vote after it lost its data,
+// and an answer not counted because the node's clock runs fast:
 // errors.Is(err, ErrQuarantined) on a *NodeError, or on ErrNoQuorum's
 // error when such a node was among the failing ones.
 var ErrQuarantined = node.ErrQuarantined
 
-// quarantines remembers, per node, the last data loss reported, so that a
-// node is reported once per loss, not once per refused call.
+// quarantines remembers, per node and kind, the last quarantine reported,
+// so that a node is reported once per loss or run of clock findings, not
+// once per refused call.
 type quarantines struct {
 	mu       sync.Mutex
-	reported map[int]time.Time // node → Since of the last reported quarantine
+	reported map[quarantineKey]time.Time // → Since of the last reported quarantine
+}
+
+type quarantineKey struct {
+	node  int
+	clock bool
 }
 
 // sawQuarantine reports err to the observer and the log when it is a
-// node's first refusal for a new data loss.
+// node's first refusal for a new data loss or a new run of clock findings.
 func (c *Client) sawQuarantine(s *settings, index int, err error) {
-	var q *node.Quarantine
-	if !errors.As(err, &q) {
+	var lost *node.Quarantine
+	var fast *node.ClockQuarantine
+	var key quarantineKey
+	var since, until time.Time
+	switch {
+	case errors.As(err, &lost):
+		key, since, until = quarantineKey{node: index}, lost.Since, lost.Until
+	case errors.As(err, &fast) && fast.Rate > 0:
+		key, since, until = quarantineKey{node: index, clock: true}, fast.Since, fast.Until
+	default:
 		return
 	}
 	c.quarantines.mu.Lock()
 	if c.quarantines.reported == nil {
-		c.quarantines.reported = make(map[int]time.Time)
+		c.quarantines.reported = make(map[quarantineKey]time.Time)
 	}
-	fresh := !c.quarantines.reported[index].Equal(q.Since)
-	c.quarantines.reported[index] = q.Since
+	fresh := !c.quarantines.reported[key].Equal(since)
+	c.quarantines.reported[key] = since
 	c.quarantines.mu.Unlock()
 	if !fresh {
 		return
 	}
 	addr := c.nodes[index].Addr()
-	s.logger.Warn("redlock: node lost its data (or is new): it does not vote until the restart guard has passed",
-		"node", index, "addr", addr, "since", q.Since, "until", q.Until)
+	if key.clock {
+		s.logger.Warn("redlock: node's clock runs fast: its answers do not count until it is back in bounds for a TTL",
+			"node", index, "addr", addr, "rate", fast.Rate, "since", since, "until", until)
+	} else {
+		s.logger.Warn("redlock: node lost its data (or is new): it does not vote until the restart guard has passed",
+			"node", index, "addr", addr, "since", since, "until", until)
+	}
 	if hook := s.observer.Quarantined; hook != nil {
-		hook(QuarantineEvent{Node: index, Addr: addr, Reason: err, Until: q.Until})
+		hook(QuarantineEvent{Node: index, Addr: addr, Reason: err, Until: until})
 	}
 }
 

@@ -195,6 +195,7 @@ func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 		m.err = fmt.Errorf("%w: empty lock name", ErrConfig)
 	}
 	m.keys = keysFor(m.settings.keyPrefix, name, c.restartGuard(m.settings))
+	m.keys.clock = m.settings.clockCheck()
 	m.mode, m.queue = newMode(m)
 	return m
 }
@@ -256,13 +257,14 @@ func (c *Client) nodeError(s *settings, index int, err error) *NodeError {
 // every key of a lock lands in one Redis Cluster slot.
 type keys struct {
 	lock, gone, fence, queue, alive, wake, channel string
-	marker                                         string        // the node's marker of complete data (not the lock's)
-	guard                                          time.Duration // the restart guard (see WithRestartGuard)
+	marker                                         string          // the node's marker of complete data (not the lock's)
+	guard                                          time.Duration   // the restart guard (see WithRestartGuard)
+	clock                                          node.ClockCheck // the clock check (see WithClockCheck)
 }
 
 func (k keys) node() node.Keys {
 	return node.Keys{Lock: k.lock, Gone: k.gone, Fence: k.fence, Queue: k.queue, Alive: k.alive, Wake: k.wake,
-		Marker: k.marker, Guard: k.guard}
+		Marker: k.marker, Guard: k.guard, Clock: k.clock}
 }
 
 func keysFor(prefix, name string, guard time.Duration) keys {

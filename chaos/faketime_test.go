@@ -3,79 +3,16 @@ package chaos
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/redistest"
 )
 
-// libfaketimeEnv names a libfaketime.so.1 to use instead of the usual places.
-const libfaketimeEnv = "REDLOCK_LIBFAKETIME"
+func requireFaketime(t *testing.T) string { return redistest.RequireFaketime(t) }
 
-// requireFaketime returns the path of libfaketime.so.1, or skips the test
-// with an install hint (fails it when REDLOCK_REQUIRE_REDIS=1).
-func requireFaketime(t *testing.T) string {
-	t.Helper()
-	candidates := []string{os.Getenv(libfaketimeEnv)}
-	for _, pattern := range []string{
-		"/usr/lib/*-linux-gnu/faketime/libfaketime.so.1", // Debian, Ubuntu
-		"/usr/lib64/faketime/libfaketime.so.1",
-		"/usr/lib/faketime/libfaketime.so.1",
-		"/usr/local/lib/faketime/libfaketime.so.1",
-	} {
-		matches, _ := filepath.Glob(pattern)
-		candidates = append(candidates, matches...)
-	}
-	for _, path := range candidates {
-		if path == "" {
-			continue
-		}
-		if info, err := os.Stat(path); err == nil && info.Mode().IsRegular() {
-			return path
-		}
-	}
-	message := fmt.Sprintf("libfaketime.so.1 not found: install it with `apt-get install -y faketime` (or set %s)", libfaketimeEnv)
-	if os.Getenv(redistest.RequireRedisEnv) == "1" {
-		t.Fatalf("%s (%s=1)", message, redistest.RequireRedisEnv)
-	}
-	t.Skipf("%s (set %s=1 to fail instead of skip)", message, redistest.RequireRedisEnv)
-	return ""
-}
-
-// fastClock is the environment of a redis-server whose wall clock runs
-// speed times as fast as the real one, from the moment it starts.
-//
-// Three things are needed, found by trying:
-//   - Debian's redis-server is linked against the system jemalloc, and
-//     libfaketime 0.9.10 cannot initialise under jemalloc: its constructor's
-//     dlsym calls calloc, jemalloc's first allocation calls clock_gettime,
-//     libfaketime is not ready, reports "Unexpected recursive calls to
-//     clock_gettime()" and the server hangs or dies (libfaketime issues #130,
-//     #327, #478). Preloading glibc right after libfaketime makes malloc
-//     and friends resolve to glibc's, before jemalloc's, and libfaketime's
-//     own dlsym(RTLD_NEXT) still finds glibc's clocks behind it. (glibc
-//     first instead breaks libfaketime: RTLD_NEXT then finds nothing.)
-//     Redis works on glibc's allocator; only INFO's jemalloc statistics
-//     become meaningless.
-//   - FAKETIME="+0 xN": start at the real time, then run N times as fast.
-//     Redis 7.0 expires keys against gettimeofday (mstime), which
-//     libfaketime speeds up: a key's PTTL drains N times as fast
-//     (checkFastClock verifies it on every fast node).
-//   - FAKETIME_DONT_FAKE_MONOTONIC=1 leaves CLOCK_MONOTONIC alone, so the
-//     event loop's timers (serverCron, client timeouts) keep real time;
-//     expiry does not use it. Not needed for the clock to run fast, it
-//     keeps the fault to the one clock it is about.
-//
-// FAKETIME_NO_CACHE is not needed: it only makes libfaketime re-read a
-// FAKETIME spec that changes at run time, and ours is fixed.
 func fastClock(libfaketime string, speed int) []string {
-	return []string{
-		"LD_PRELOAD=" + libfaketime + " libc.so.6",
-		fmt.Sprintf("FAKETIME=+0 x%d", speed),
-		"FAKETIME_DONT_FAKE_MONOTONIC=1",
-	}
+	return redistest.FastClock(libfaketime, speed)
 }
 
 // checkFastClock verifies that node i's clock runs about speed times as

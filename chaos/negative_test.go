@@ -2,13 +2,16 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/workload"
+	"github.com/quorumlock/redlock/node"
 )
 
 // Negative controls: runs that break an assumption of the lock on purpose.
@@ -61,11 +64,43 @@ func restartMajorityEmpty(c *cluster, d, hold time.Duration, times ...time.Durat
 	})
 }
 
-// A majority (3 of 5) with clocks ten times too fast: assumption 2 (clocks
-// run fast by less than the drift factor) is broken. With a 2 s TTL the
-// fast nodes expire a key after 200 ms while its holder, by its own clock,
-// holds a valid lease for almost 2 s and works for 400 ms.
+// A majority (3 of 5) with clocks ten times too fast and the clock check
+// off: assumption 2 (clocks run fast by less than the drift factor) is
+// broken. With a 2 s TTL the fast nodes expire a key after 200 ms while
+// its holder, by its own clock, holds a valid lease for almost 2 s and
+// works for 400 ms. TestClockCheck_fastClockMajority is the same run with
+// the check on (the default): it must be clean.
 func TestUnsafe_fastClockMajority(t *testing.T) {
+	c := fastClockMajority(t, redlock.WithClockCheck(false))
+	c.requireViolations(c.run(3*time.Second, workload.Config{Hold: 400 * time.Millisecond}, nil))
+}
+
+func TestClockCheck_fastClockMajority(t *testing.T) {
+	var mu sync.Mutex
+	reported := make(map[int]bool) // nodes reported with a fast clock
+	c := fastClockMajority(t, redlock.WithObserver(redlock.Observer{Quarantined: func(e redlock.QuarantineEvent) {
+		var fast *node.ClockQuarantine
+		if errors.As(e.Reason, &fast) {
+			mu.Lock()
+			reported[e.Node] = true
+			mu.Unlock()
+		}
+	}}))
+	// No quorum while three nodes run fast: the run is clean, and makes
+	// no section at all.
+	r := c.run(3*time.Second, workload.Config{Hold: 400 * time.Millisecond}, nil)
+	c.requireSafe(r, 0)
+	if r.stats.Sections.Load() != 0 {
+		t.Errorf("%d sections granted with three of five clocks ten times fast", r.stats.Sections.Load())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !reported[0] || !reported[1] || !reported[2] || reported[3] || reported[4] {
+		t.Errorf("nodes reported with a fast clock: %v, want 0, 1 and 2", reported)
+	}
+}
+
+func fastClockMajority(t *testing.T, opts ...redlock.Option) *cluster {
 	const speed = 10
 	libfaketime := requireFaketime(t)
 	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond,
@@ -75,37 +110,60 @@ func TestUnsafe_fastClockMajority(t *testing.T) {
 			}
 			return nil
 		},
-		options: unsafeOptions(2 * time.Second)})
+		options: append(unsafeOptions(2*time.Second), opts...)})
 	for i := range 3 {
 		c.checkFastClock(i, speed)
 		c.faults.Add(1)
 	}
-	r := c.run(3*time.Second, workload.Config{Hold: 400 * time.Millisecond}, nil)
-	c.requireViolations(r)
+	return c
 }
 
 // One fast node of five is enough to break the default quorum of 3 when a
 // grant's quorum is exactly the fast node and two others: client A is cut
 // from nodes 0 and 1, so each of its grants is {2, 3, 4} with node 4's
 // clock ten times too fast. 200 ms into A's 400 ms section node 4 expires
-// A's key, and B takes {0, 1, 4}: a majority. (TestFastClockMinority is
-// the same fault made safe by WithQuorum(4).)
+// A's key, and B takes {0, 1, 4}: a majority. With the clock check off
+// the checker must catch it (TestFastClockMinority makes the same fault
+// safe with WithQuorum(4)); with it on (the default), node 4's answers do
+// not count, A cannot lock at all, and the run must be clean.
 func TestUnsafe_fastClockOneNodeDefaultQuorum(t *testing.T) {
+	c := fastClockNodes(t, 2, []int{4}, redlock.WithClockCheck(false))
+	c.reach(0, 2, 3, 4)
+	c.requireViolations(c.run(3*time.Second, workload.Config{Hold: 400 * time.Millisecond}, nil))
+}
+
+func TestClockCheck_fastClockOneNodeDefaultQuorum(t *testing.T) {
+	c := fastClockNodes(t, 2, []int{4})
+	c.reach(0, 2, 3, 4)
+	c.requireSafe(c.run(3*time.Second, workload.Config{Hold: 400 * time.Millisecond}, nil), 3)
+}
+
+// Two fast nodes of five, every client reaching every node: each grant
+// may count either fast node, and with the check off they expire holds
+// early. On, the three true nodes decide alone.
+func TestClockCheck_fastClockTwoNodes(t *testing.T) {
+	c := fastClockNodes(t, 3, []int{3, 4})
+	c.requireSafe(c.run(3*time.Second, workload.Config{Hold: 400 * time.Millisecond}, nil), 3)
+}
+
+// fastClockNodes starts five nodes, those in fast with clocks ten times
+// too fast, for clients Clients with the negative controls' options.
+func fastClockNodes(t *testing.T, clients int, fast []int, opts ...redlock.Option) *cluster {
 	const speed = 10
 	libfaketime := requireFaketime(t)
-	c := newCluster(t, setup{clients: 2, nodeTimeout: 100 * time.Millisecond,
+	c := newCluster(t, setup{clients: clients, nodeTimeout: 100 * time.Millisecond,
 		nodeEnv: func(i int) []string {
-			if i == 4 {
+			if slices.Contains(fast, i) {
 				return fastClock(libfaketime, speed)
 			}
 			return nil
 		},
-		options: unsafeOptions(2 * time.Second)})
-	c.checkFastClock(4, speed)
-	c.faults.Add(1)
-	c.reach(0, 2, 3, 4)
-	r := c.run(3*time.Second, workload.Config{Hold: 400 * time.Millisecond}, nil)
-	c.requireViolations(r)
+		options: append(unsafeOptions(2*time.Second), opts...)})
+	for _, i := range fast {
+		c.checkFastClock(i, speed)
+		c.faults.Add(1)
+	}
+	return c
 }
 
 // A majority (3 of 5) killed together and started again empty only after

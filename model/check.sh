@@ -61,6 +61,8 @@ check neg-restart-empty-at-once lock.pml fail -DCRASH -DEARLY
 check lock-guard-restart-at-once lock.pml pass -DCRASH -DEARLY -DGUARD
 check lock-guard-majority-empty lock.pml pass -DMAJWIPE -DGUARD
 check neg-guard-shorter-than-ttl lock.pml fail -DMAJWIPE -DGUARD -DDRIFT=0 -DGUARDFOR=1
+check lock-clock-check-fast-node lock.pml pass -DFAST -DCLOCKCHECK
+check neg-fast-clock-counted    lock.pml fail -DFAST
 check neg-quorum-n-over-2       lock.pml fail -DQ=1
 check neg-no-tombstones         lock.pml fail -DLATE -DMAXCLOCK=2 -DNOTOMB
 # The handoff to the first waiter (handoff.pml).

@@ -28,6 +28,10 @@ type batcher struct {
 	running bool // a caller or the flusher is sending
 	flusher sync.WaitGroup
 	health  breaker
+	// timed: every round trip reads the node's clock (TIME) for clock;
+	// off on a Redis Cluster, whose shards each have their own.
+	timed bool
+	clock clock
 }
 
 type pending struct {
@@ -35,20 +39,27 @@ type pending struct {
 	script *luaScript
 	keys   []string
 	args   []any
+	check  ClockCheck
 	cmd    *redis.Cmd
 	done   chan struct{}
 }
 
 // run sends the script call and waits for its reply or ctx; order (may be
-// nil) learns when the call has its place in the queue.
-func (b *batcher) run(ctx context.Context, order *Order, script *luaScript, keys []string, args ...any) *redis.Cmd {
+// nil) learns when the call has its place in the queue. An answer that
+// fails check comes back as a *ClockQuarantine.
+func (b *batcher) run(ctx context.Context, order *Order, script *luaScript, check ClockCheck, keys []string, args ...any) *redis.Cmd {
 	if err := b.health.allow(); err != nil {
 		order.placed()
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(err)
 		return cmd
 	}
-	p := &pending{ctx: ctx, script: script, keys: keys, args: args, done: make(chan struct{})}
+	if b.timed {
+		script = script.timed
+	} else {
+		check = ClockCheck{}
+	}
+	p := &pending{ctx: ctx, script: script, keys: keys, args: args, check: check, done: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
 	lead := !b.running
@@ -111,6 +122,19 @@ func (b *batcher) sendQueued() {
 	if len(batch) == 0 {
 		return
 	}
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	if err, waited := b.probe(ctx, batch); err != nil {
+		// No answer to the probe: the calls are not sent after it (each
+		// would wait out the same silence), and fail as never sent.
+		b.health.record(false, err, waited)
+		for _, p := range batch {
+			p.cmd = redis.NewCmd(p.ctx)
+			p.cmd.SetErr(fmt.Errorf("%w: reading the node's clock first: %w", ErrNotSent, err))
+			close(p.done)
+		}
+		return
+	}
 	if len(batch) == 1 {
 		// Alone on the wire (one sender per node at a time), so EVALSHA's
 		// fallback to EVAL cannot be overtaken by another call. Sent under
@@ -118,16 +142,16 @@ func (b *batcher) sendQueued() {
 		// sender waits for the reply, so that a call made later cannot
 		// reach the node first on another connection.
 		p := batch[0]
-		ctx, cancel := batchContext(batch)
 		sent := time.Now()
 		p.cmd = p.script.Run(ctx, b.client, p.keys, p.args...)
-		cancel()
+		got := time.Now()
 		b.markLoaded(p.script, p.cmd.Err())
-		b.health.record(Answered(p.cmd.Err()), p.cmd.Err(), time.Since(sent))
+		b.health.record(Answered(p.cmd.Err()), p.cmd.Err(), got.Sub(sent))
+		b.judge(batch, sent, got)
 		close(p.done)
 		return
 	}
-	b.sendPipeline(batch)
+	b.sendPipeline(ctx, batch)
 }
 
 // sendPipeline sends calls as one pipeline of EVALSHA, bounded by the
@@ -136,9 +160,7 @@ func (b *batcher) sendQueued() {
 // script not known to be cached is loaded at the head of the pipeline,
 // and a NOSCRIPT (the cache flushed meanwhile) is returned as the call's
 // error rather than retried out of order: the call did not run.
-func (b *batcher) sendPipeline(batch []*pending) {
-	ctx, cancel := batchContext(batch)
-	defer cancel()
+func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	pipe := b.client.Pipeline()
 	b.mu.Lock()
 	var loading []*luaScript
@@ -157,6 +179,7 @@ func (b *batcher) sendPipeline(batch []*pending) {
 	}
 	sent := time.Now()
 	_, _ = pipe.Exec(ctx) // each command carries its own error
+	got := time.Now()
 	answered, last := false, error(nil)
 	for i, p := range batch {
 		p.cmd = cmds[i]
@@ -164,9 +187,62 @@ func (b *batcher) sendPipeline(batch []*pending) {
 		answered = answered || Answered(p.cmd.Err())
 		last = p.cmd.Err()
 	}
-	b.health.record(answered, last, time.Since(sent))
+	b.health.record(answered, last, got.Sub(sent))
+	b.judge(batch, sent, got)
 	for _, p := range batch {
 		close(p.done)
+	}
+}
+
+// probeScript only answers the node's time (as every timed script does).
+var probeScript = newScript("return 0")
+
+// probe reads the node's clock once, alone, when a call in batch asks for
+// a clock check and there is no earlier reading to compare its own with.
+// It costs one round trip on a Client's first call to the node. It returns
+// the error of a probe the node did not answer, and how long it waited.
+func (b *batcher) probe(ctx context.Context, batch []*pending) (error, time.Duration) {
+	if !b.timed || !slices.ContainsFunc(batch, func(p *pending) bool { return p.check.on() }) || b.clock.baseline() {
+		return nil, 0
+	}
+	p := &pending{ctx: ctx, script: probeScript.timed}
+	sent := time.Now()
+	p.cmd = p.script.Run(ctx, b.client, nil)
+	got := time.Now()
+	b.markLoaded(p.script, p.cmd.Err())
+	b.judge([]*pending{p}, sent, got)
+	if err := p.cmd.Err(); !Answered(err) {
+		return err, got.Sub(sent)
+	}
+	return nil, 0
+}
+
+// judge takes the node's time out of each timed script's answer (the
+// script ran between sent and got), hands it to the clock, and replaces
+// the answer of each call whose check fails. A call that failed on its
+// own (a script error, no answer) keeps its error.
+func (b *batcher) judge(batch []*pending, sent, got time.Time) {
+	if !b.timed {
+		return
+	}
+	for _, p := range batch {
+		if p.cmd.Err() != nil {
+			continue // no reading, and nothing to count: the call failed
+		}
+		at, reply, err := untime(p.cmd.Val())
+		if err != nil {
+			p.cmd = redis.NewCmd(p.ctx)
+			p.cmd.SetErr(err)
+			continue
+		}
+		if reply == nil {
+			p.cmd.SetErr(redis.Nil) // what the untimed script would have answered
+		}
+		p.cmd.SetVal(reply)
+		if verdict := b.clock.observe(sample{sent: sent, got: got, node: at}, true, []ClockCheck{p.check})[0]; verdict != nil {
+			p.cmd = redis.NewCmd(p.ctx)
+			p.cmd.SetErr(verdict)
+		}
 	}
 }
 

@@ -33,7 +33,7 @@ type Fence struct {
 // clock. A node that lost its data less than keys.Guard ago answers a
 // *Quarantine: its counter may be behind.
 func (n *Node) ReadFence(ctx context.Context, keys Keys) (Fence, error) {
-	reply, err := n.run(ctx, fenceReadScript, []string{keys.Fence, n.markerKey(keys)}, milliseconds(keys.Guard)).Result()
+	reply, err := n.run(ctx, fenceReadScript, keys.Clock, []string{keys.Fence, n.markerKey(keys)}, milliseconds(keys.Guard)).Result()
 	if err != nil {
 		return Fence{}, quarantined(err)
 	}
@@ -56,7 +56,7 @@ func decodeFence(reply any) (Fence, error) {
 // RaiseFence sets the fencing counter at key to at least token and answers
 // the counter after the call.
 func (n *Node) RaiseFence(ctx context.Context, key string, token uint64) (uint64, error) {
-	reply, err := n.run(ctx, fenceScript, []string{key}, strconv.FormatUint(token, 10)).Result()
+	reply, err := n.run(ctx, fenceScript, ClockCheck{}, []string{key}, strconv.FormatUint(token, 10)).Result()
 	if err != nil {
 		return 0, err
 	}

@@ -32,10 +32,15 @@ var (
 type luaScript struct {
 	*redis.Script
 	source string
+	// timed is the script made to answer the node's time too (see
+	// timedSource); nil for a timed script itself.
+	timed *luaScript
 }
 
 func newScript(source string) *luaScript {
-	return &luaScript{Script: redis.NewScript(source), source: source}
+	timed := timedSource(source)
+	return &luaScript{Script: redis.NewScript(source), source: source,
+		timed: &luaScript{Script: redis.NewScript(timed), source: timed}}
 }
 
 // ErrBadReply reports a reply that does not have the shape the script
@@ -68,6 +73,10 @@ func New(index int, addr string, client Client) *Node {
 		return ping.Err()
 	}
 	_, cluster := client.(*redis.ClusterClient)
+	_, ring := client.(*redis.Ring)
+	// TIME goes to one shard of a Cluster or Ring, not necessarily the
+	// one a script runs on: there the clock is not checked.
+	b.timed = !cluster && !ring
 	return &Node{index: index, addr: addr, client: client, cluster: cluster, calls: b}
 }
 
@@ -77,9 +86,13 @@ func New(index int, addr string, client Client) *Node {
 func (n *Node) Wait() { n.calls.wait() }
 
 // run runs script on the node, sharing a round trip with concurrent calls.
-func (n *Node) run(ctx context.Context, script *luaScript, keys []string, args ...any) *redis.Cmd {
-	return n.calls.run(ctx, nil, script, keys, args...)
+func (n *Node) run(ctx context.Context, script *luaScript, check ClockCheck, keys []string, args ...any) *redis.Cmd {
+	return n.calls.run(ctx, nil, script, check, keys, args...)
 }
+
+// ClockChecked reports whether the node's clock rate is checked: it is on
+// a plain Redis client, not on a Cluster or Ring.
+func (n *Node) ClockChecked() bool { return n.calls.timed }
 
 // Index is the node's position in the Client's list.
 func (n *Node) Index() int { return n.index }
@@ -103,6 +116,8 @@ type Keys struct {
 	// guard is off).
 	Marker string
 	Guard  time.Duration
+	// Clock is the clock check of the calls that vote (see ClockCheck).
+	Clock ClockCheck
 }
 
 // Acquired is a node's answer to an acquire.
@@ -122,7 +137,7 @@ type Acquired struct {
 // Acquire takes the lock for owner's hold, or re-enters it. The call is
 // one of order's (nil: of none).
 func (n *Node) Acquire(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration) (Acquired, error) {
-	reply, err := n.calls.run(ctx, order, acquireScript, []string{keys.Lock, keys.Gone, n.markerKey(keys)},
+	reply, err := n.calls.run(ctx, order, acquireScript, keys.Clock, []string{keys.Lock, keys.Gone, n.markerKey(keys)},
 		owner, hold, milliseconds(ttl), milliseconds(keys.Guard)).Result()
 	if err != nil {
 		return Acquired{}, quarantined(err)
@@ -201,17 +216,19 @@ func (n *Node) Renew(ctx context.Context, batch []Renewal) ([]Renewed, error) {
 	keys := make([]string, 0, 2*len(batch)+1)
 	args := make([]any, 0, 3*len(batch)+1)
 	var guard time.Duration
+	var check ClockCheck
 	for _, item := range batch {
 		keys = append(keys, item.Keys.Lock, item.Keys.Gone)
 		args = append(args, item.Owner, item.Hold, milliseconds(item.TTL))
 		guard = max(guard, item.Keys.Guard)
+		check = check.strictest(item.Keys.Clock)
 	}
 	// Any marker of the node tells whether it lost its data: the first
 	// item's (a batch spans one slot on a Cluster node).
 	if len(batch) > 0 {
 		keys = append(keys, n.markerKey(batch[0].Keys))
 	}
-	reply, err := n.run(ctx, renewScript, keys, append(args, milliseconds(guard))...).Result()
+	reply, err := n.run(ctx, renewScript, check, keys, append(args, milliseconds(guard))...).Result()
 	if err != nil {
 		return nil, quarantined(err)
 	}
@@ -263,7 +280,11 @@ func milliseconds(d time.Duration) string {
 
 // Answered reports whether err (from a call to a node) came from the node
 // itself: a script error or a reply of the wrong shape. Otherwise (a
-// timeout, a refused or broken connection) the call's fate is unknown.
+// timeout, a refused or broken connection, an answer discarded because
+// the node's clock runs fast) the call's fate is unknown.
 func Answered(err error) bool {
+	if clockQuarantined(err) {
+		return false
+	}
 	return err == nil || errors.Is(err, ErrBadReply) || errors.Is(err, ErrQuarantined) || isRedisError(err)
 }

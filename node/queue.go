@@ -60,7 +60,7 @@ func (k Keys) queued() []string {
 func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration,
 	w Waiter, window time.Duration) (Acquired, error) {
 	args := append([]any{owner, hold, milliseconds(ttl)}, w.args()...)
-	reply, err := n.calls.run(ctx, order, acquireQueuedScript, append(keys.queued(), n.markerKey(keys)),
+	reply, err := n.calls.run(ctx, order, acquireQueuedScript, keys.Clock, append(keys.queued(), n.markerKey(keys)),
 		append(args, milliseconds(window), milliseconds(keys.Guard))...).Result()
 	if err != nil {
 		return Acquired{}, quarantined(err)
@@ -78,7 +78,7 @@ func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner
 // (another copy may still be on its way), is refused: pass it when the
 // fate of an acquire (or renewal) of the hold is unknown.
 func (n *Node) Release(ctx context.Context, keys Keys, owner, hold string, tombstone, window time.Duration) (Released, string, error) {
-	reply, err := n.run(ctx, releaseScript, keys.queued(),
+	reply, err := n.run(ctx, releaseScript, ClockCheck{}, keys.queued(),
 		owner, hold, milliseconds(window), tombstoneMilliseconds(tombstone)).Result()
 	if err != nil {
 		return 0, "", err
@@ -92,7 +92,7 @@ func (n *Node) Release(ctx context.Context, keys Keys, owner, hold string, tombs
 // is left free for its next attempt.
 func (n *Node) ReleaseKeepingPlace(ctx context.Context, keys Keys, owner, hold string, w Waiter, window time.Duration) (Released, string, error) {
 	args := append([]any{owner, hold, milliseconds(window), "0"}, w.args()[:3]...)
-	reply, err := n.run(ctx, releaseScript, keys.queued(), args...).Result()
+	reply, err := n.run(ctx, releaseScript, ClockCheck{}, keys.queued(), args...).Result()
 	if err != nil {
 		return 0, "", err
 	}
@@ -119,7 +119,7 @@ func decodeReleasedTo(reply any) (Released, string, error) {
 // claimed goes on to the next waiter; a free lock goes to the new first
 // waiter. notice is the id of the notice that tells that waiter.
 func (n *Node) Leave(ctx context.Context, keys Keys, owner, notice string, window time.Duration) error {
-	reply, err := n.run(ctx, leaveScript, []string{keys.Lock, keys.Queue, keys.Alive, keys.Wake},
+	reply, err := n.run(ctx, leaveScript, ClockCheck{}, []string{keys.Lock, keys.Queue, keys.Alive, keys.Wake},
 		owner, notice, milliseconds(window)).Result()
 	if err != nil {
 		return err

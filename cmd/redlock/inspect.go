@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"time"
 
@@ -19,8 +20,13 @@ Shows the lock NAME as each node sees it: whether the node answered (and
 its error if not), the owner id holding the lock there with its number of
 holds and remaining TTL, the fair queue (owner ids in line, their tickets
 and how long until each waiter's heartbeat runs out), and the fencing
-counter. Read-only: it runs HGETALL, PTTL, ZRANGE, GET and TIME, each node
-bounded by -timeout, and never changes the lock.
+counter. It also says whether each node votes, as the library's checks
+would judge it: a node whose marker (PREFIXnode) is missing or recent lost
+its data, and does not vote until -guard has passed since (the restart
+guard); a node whose clock runs faster than 1 + -drift times this host's
+over -clock-sample does not count (the clock check). Read-only: it runs
+HGETALL, PTTL, ZRANGE, GET and TIME, each node bounded by -timeout, and
+never changes the lock.
 
 Exit statuses:
   0    every node answered
@@ -36,11 +42,14 @@ Flags:
 
 // inspectConfig holds inspect's flags.
 type inspectConfig struct {
-	urls    []string
-	name    string
-	prefix  string
-	json    bool
-	timeout time.Duration
+	urls        []string
+	name        string
+	prefix      string
+	json        bool
+	timeout     time.Duration
+	guard       time.Duration
+	clockSample time.Duration
+	drift       float64
 }
 
 func parseInspectFlags(args []string, stderr io.Writer) (inspectConfig, int, bool) {
@@ -56,6 +65,9 @@ func parseInspectFlags(args []string, stderr io.Writer) (inspectConfig, int, boo
 	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix the lock was taken with")
 	flags.BoolVar(&cfg.json, "json", false, "print JSON instead of a table")
 	flags.DurationVar(&cfg.timeout, "timeout", time.Second, "how long each node may take to answer")
+	flags.DurationVar(&cfg.guard, "guard", redlock.DefaultTTL, "the restart guard of the lock's Clients (by default their longest TTL)")
+	flags.DurationVar(&cfg.clockSample, "clock-sample", 200*time.Millisecond, "how long to watch each node's clock for its rate (0: not at all)")
+	flags.Float64Var(&cfg.drift, "drift", redlock.DefaultDriftFactor, "the drift factor of the lock's Clients")
 	parse := func(args []string) (int, bool) {
 		if err := flags.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
@@ -89,6 +101,12 @@ func parseInspectFlags(args []string, stderr io.Writer) (inspectConfig, int, boo
 		return bad("%v", err)
 	case cfg.timeout <= 0:
 		return bad("-timeout must be positive, got %v", cfg.timeout)
+	case cfg.guard < 0:
+		return bad("-guard must not be negative, got %v", cfg.guard)
+	case cfg.clockSample < 0 || cfg.clockSample > time.Minute:
+		return bad("-clock-sample must be in [0, 1m], got %v", cfg.clockSample)
+	case !(cfg.drift >= 0 && cfg.drift < 0.5):
+		return bad("-drift must be in [0, 0.5), got %v", cfg.drift)
 	}
 	cfg.urls = urls
 	return cfg, exitOK, true
@@ -111,10 +129,18 @@ func inspect(args []string, stdout, stderr io.Writer) int {
 	keys := keysFor(cfg.prefix, cfg.name)
 	var wg sync.WaitGroup
 	for i, client := range ns.clients {
-		wg.Go(func() { rep.Nodes[i] = readNode(client, i, ns.addrs[i], keys, cfg.timeout) })
+		wg.Go(func() {
+			rep.Nodes[i] = readNode(client, i, ns.addrs[i], keys, cfg.timeout)
+			judgeNode(client, &rep.Nodes[i], cfg)
+		})
 	}
 	wg.Wait()
 	rep.summarize()
+	for _, n := range rep.Nodes {
+		if n.Votes {
+			rep.Voting++
+		}
+	}
 
 	if cfg.json {
 		err = writeJSON(stdout, &rep)
@@ -141,11 +167,11 @@ func inspect(args []string, stdout, stderr io.Writer) int {
 // lockKeys are the Redis names of one lock, laid out as the library's
 // keysFor lays them out (redlock.go): the name in a hash tag after the
 // prefix, so every key of a lock sits in one Cluster slot.
-type lockKeys struct{ lock, fence, queue, alive string }
+type lockKeys struct{ lock, fence, queue, alive, marker string }
 
 func keysFor(prefix, name string) lockKeys {
 	base := prefix + "{" + name + "}"
-	return lockKeys{lock: base, fence: base + ":fence", queue: base + ":queue", alive: base + ":alive"}
+	return lockKeys{lock: base, fence: base + ":fence", queue: base + ":queue", alive: base + ":alive", marker: prefix + "node"}
 }
 
 // ownerField is the lock hash's field naming the owner; every other field
@@ -166,12 +192,17 @@ func readNode(client *redis.Client, index int, addr string, k lockKeys, timeout 
 	queue := pipe.ZRangeWithScores(ctx, k.queue, 0, -1)
 	alive := pipe.ZRangeWithScores(ctx, k.alive, 0, -1)
 	fence := pipe.Get(ctx, k.fence)
+	marker := pipe.Get(ctx, k.marker)
+	sent := time.Now()
 	_, _ = pipe.Exec(ctx) // each command's own error is checked below
+	got := time.Now()
 	if err := now.Err(); err != nil {
 		state.Error = oneLine(err)
 		return state
 	}
 	state.Reachable = true
+	state.clock = clockReading{sent: sent, got: got, node: now.Val()}
+	state.ClockOffsetMS = float64(now.Val().Sub(sent.Add(got.Sub(sent)/2))) / float64(time.Millisecond)
 	var errs []error
 	note := func(what string, err error) {
 		if err != nil && !errors.Is(err, redis.Nil) {
@@ -211,8 +242,79 @@ func readNode(client *redis.Client, index int, addr string, k lockKeys, timeout 
 	} else {
 		note("GET fence", err)
 	}
+	switch value, err := marker.Result(); {
+	case errors.Is(err, redis.Nil):
+		state.Marker = markerMissing
+	case err != nil:
+		note("GET marker", err)
+	case value == "0":
+		state.Marker = markerComplete
+	default:
+		if ms, err := strconv.ParseInt(value, 10, 64); err == nil && ms > 0 {
+			state.Marker = time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
+			state.markedAt = time.UnixMilli(ms)
+		} else {
+			note("GET marker", fmt.Errorf("%q is not a time", value))
+		}
+	}
 	if len(errs) > 0 {
 		state.Error = oneLine(errors.Join(errs...))
 	}
 	return state
+}
+
+// What a node's marker says (nodeState.Marker), besides a time.
+const (
+	markerComplete = "complete"
+	markerMissing  = "missing"
+)
+
+// clockResolution is what one TIME reading may be off by (as in the
+// library's clock check, node/clock.go).
+const clockResolution = 100 * time.Microsecond
+
+// clockReading is one TIME of a node, read between sent and got.
+type clockReading struct{ sent, got, node time.Time }
+
+// judgeNode says whether a node that answered votes, as the library's
+// checks would judge it: the restart guard from its marker, the clock
+// check from a second reading of its clock cfg.clockSample later.
+func judgeNode(client *redis.Client, state *nodeState, cfg inspectConfig) {
+	if !state.Reachable {
+		return
+	}
+	state.Votes = true
+	first := state.clock
+	switch {
+	case state.Marker == markerMissing:
+		state.Votes = false
+		state.Why = append(state.Why, "lost its data (or is new): no marker yet; the next script starts its restart guard")
+	case !state.markedAt.IsZero() && first.node.Before(state.markedAt.Add(cfg.guard)):
+		until := state.markedAt.Add(cfg.guard)
+		state.Votes = false
+		state.QuarantinedUntil = until.UTC().Format(time.RFC3339Nano)
+		state.Why = append(state.Why, fmt.Sprintf("lost its data at %s: quarantined for the restart guard (%v) until %s",
+			state.Marker, cfg.guard, state.QuarantinedUntil))
+	}
+	if cfg.clockSample == 0 {
+		return
+	}
+	time.Sleep(cfg.clockSample)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	now, err := client.Time(ctx).Result()
+	got := time.Now()
+	if err != nil {
+		state.Why = append(state.Why, "clock not checked: "+oneLine(err))
+		return
+	}
+	// The node's clock moved now - first.node while at most got -
+	// first.sent passed here: the least rate that explains it.
+	state.ClockRate = float64(now.Sub(first.node)-clockResolution) / float64(got.Sub(first.sent))
+	if state.ClockRate > 1+cfg.drift {
+		state.Votes = false
+		state.ClockFast = true
+		state.Why = append(state.Why, fmt.Sprintf("clock runs at least %.3gx as fast as this host's (over %v): its answers do not count",
+			state.ClockRate, cfg.clockSample))
+	}
 }

@@ -19,6 +19,7 @@ type lockReport struct {
 	Reachable int         `json:"reachable"` // nodes that answered
 	Holder    string      `json:"holder"`    // the owner on the most nodes; "" when free everywhere
 	HeldOn    int         `json:"held_on"`   // nodes where Holder holds it
+	Voting    int         `json:"voting"`    // nodes that answered and would vote (see nodeState.Votes)
 	Nodes     []nodeState `json:"nodes"`
 }
 
@@ -33,6 +34,27 @@ type nodeState struct {
 	PTTLms    int64    `json:"pttl_ms"`         // remaining TTL; -2 when the lock key does not exist
 	Queue     []waiter `json:"queue"`           // fair waiters, first in line first
 	Fence     int64    `json:"fence"`           // the fencing counter (0 when never used)
+	// Marker is the node's marker of complete data: "complete", "missing"
+	// (it lost its data, or is new), or the node time (RFC 3339) since
+	// which its data is complete.
+	Marker string `json:"marker,omitempty"`
+	// QuarantinedUntil: the node lost its data less than -guard ago and
+	// does not vote until then (node time, RFC 3339).
+	QuarantinedUntil string `json:"quarantined_until,omitempty"`
+	// ClockOffsetMS is the node's clock minus this host's, at the read.
+	ClockOffsetMS float64 `json:"clock_offset_ms"`
+	// ClockRate is a lower bound of the node's clock rate against this
+	// host's over -clock-sample (0: not measured); ClockFast: above
+	// 1 + -drift.
+	ClockRate float64 `json:"clock_rate,omitempty"`
+	ClockFast bool    `json:"clock_fast"`
+	// Votes: the node answered and the library's checks would count it;
+	// Why says why not (or what could not be checked).
+	Votes bool     `json:"votes"`
+	Why   []string `json:"why,omitempty"`
+
+	clock    clockReading // the first TIME reading
+	markedAt time.Time    // the marker's time, when it holds one
 }
 
 // waiter is one owner in a fair queue.
@@ -82,13 +104,13 @@ func writeTable(out io.Writer, r *lockReport) error {
 	default:
 		headline = fmt.Sprintf("not held by a quorum (%s on %d nodes): expiring, or being acquired", r.Holder, r.HeldOn)
 	}
-	fmt.Fprintf(w, "lock %q (key %s{%s}), %d of %d nodes answered, quorum %d: %s\n",
-		r.Name, r.Prefix, r.Name, r.Reachable, len(r.Nodes), r.Quorum, headline)
+	fmt.Fprintf(w, "lock %q (key %s{%s}), %d of %d nodes answered, %d vote, quorum %d: %s\n",
+		r.Name, r.Prefix, r.Name, r.Reachable, len(r.Nodes), r.Voting, r.Quorum, headline)
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(table, "NODE\tADDRESS\tSTATE\tOWNER\tHOLDS\tTTL\tQUEUED\tFENCE")
+	fmt.Fprintln(table, "NODE\tADDRESS\tSTATE\tOWNER\tHOLDS\tTTL\tQUEUED\tFENCE\tVOTES\tCLOCK")
 	for _, n := range r.Nodes {
 		if !n.Reachable {
-			fmt.Fprintf(table, "%d\t%s\tdown: %s\t\t\t\t\t\n", n.Node, n.Addr, n.Error)
+			fmt.Fprintf(table, "%d\t%s\tdown: %s\t\t\t\t\t\t\t\n", n.Node, n.Addr, n.Error)
 			continue
 		}
 		state, owner, holds, ttl := "free", "-", "-", "-"
@@ -98,9 +120,22 @@ func writeTable(out io.Writer, r *lockReport) error {
 		if n.Error != "" {
 			state = "error: " + n.Error
 		}
-		fmt.Fprintf(table, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\n", n.Node, n.Addr, state, owner, holds, ttl, len(n.Queue), n.Fence)
+		votes := "yes"
+		if !n.Votes {
+			votes = "no"
+		}
+		clock := fmt.Sprintf("%+.1fms", n.ClockOffsetMS)
+		if n.ClockRate > 0 {
+			clock += fmt.Sprintf(" rate≥%.3f", n.ClockRate)
+		}
+		fmt.Fprintf(table, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", n.Node, n.Addr, state, owner, holds, ttl, len(n.Queue), n.Fence, votes, clock)
 	}
 	_ = table.Flush() // into a buffer: cannot fail
+	for _, n := range r.Nodes {
+		for _, why := range n.Why {
+			fmt.Fprintf(w, "node %d: %s\n", n.Node, why)
+		}
+	}
 	for _, n := range r.Nodes {
 		if len(n.Queue) == 0 {
 			continue

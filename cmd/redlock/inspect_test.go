@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -82,5 +83,52 @@ func TestInspect(t *testing.T) {
 	for _, w := range waiters {
 		w.wait()
 		w.expect(t, exitOK)
+	}
+}
+
+// TestInspect_quarantinedNodes: inspect says which nodes would not vote
+// and why: one that lost its data (FLUSHALL: no marker), one whose clock
+// runs ten times fast (libfaketime); the third votes.
+func TestInspect_quarantinedNodes(t *testing.T) {
+	t.Parallel()
+	libfaketime := redistest.RequireFaketime(t)
+	cluster := redistest.Start(t, 3)
+	cluster.Nodes[2].SetEnv(redistest.FastClock(libfaketime, 10))
+	if err := cluster.Nodes[2].Restart(false); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := cluster.Admin(t, 2).Set(ctx, "redlock:node", "0", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Admin(t, 1).FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	env := nodesEnvFor(cluster.URLs())
+	c := runCLI(t, env, "inspect", "-json", "jobs")
+	c.expect(t, exitOK)
+	var rep lockReport
+	if err := json.Unmarshal(c.stdout.Bytes(), &rep); err != nil {
+		t.Fatalf("inspect -json: %v: %s", err, c.stdout.String())
+	}
+	want := []struct {
+		votes, fast bool
+		marker      string
+	}{{true, false, markerComplete}, {false, false, markerMissing}, {false, true, markerComplete}}
+	for i, n := range rep.Nodes {
+		if n.Votes != want[i].votes || n.ClockFast != want[i].fast || n.Marker != want[i].marker || (n.Votes == (len(n.Why) > 0)) {
+			t.Errorf("node %d: votes %v, clock fast %v (x%.2f), marker %q, why %q; want %+v",
+				i, n.Votes, n.ClockFast, n.ClockRate, n.Marker, n.Why, want[i])
+		}
+	}
+	if rep.Voting != 1 {
+		t.Errorf("voting %d, want 1", rep.Voting)
+	}
+	table := runCLI(t, env, "inspect", "jobs")
+	table.expect(t, exitOK)
+	for _, want := range []string{"1 vote", "node 1: lost its data", "node 2: clock runs at least"} {
+		if !strings.Contains(table.stdout.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.stdout.String())
+		}
 	}
 }
