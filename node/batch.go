@@ -28,10 +28,10 @@ type batcher struct {
 	running bool // a caller or the flusher is sending
 	flusher sync.WaitGroup
 	health  breaker
-	// timed: every round trip reads the node's clock (TIME) for clock;
-	// off on a Redis Cluster, whose shards each have their own.
-	timed bool
-	clock clock
+	// checkClock: the node's TIME in timed scripts' replies goes to clock
+	// (off on a Redis Cluster or Ring, whose shards each have their own).
+	checkClock bool
+	clock      clock
 }
 
 type pending struct {
@@ -54,9 +54,7 @@ func (b *batcher) run(ctx context.Context, order *Order, script *luaScript, chec
 		cmd.SetErr(err)
 		return cmd
 	}
-	if b.timed {
-		script = script.timed
-	} else {
+	if !b.checkClock || !script.timed {
 		check = ClockCheck{}
 	}
 	p := &pending{ctx: ctx, script: script, keys: keys, args: args, check: check, done: make(chan struct{})}
@@ -194,18 +192,18 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	}
 }
 
-// probeScript only answers the node's time (as every timed script does).
-var probeScript = newScript("return 0")
+// probeScript only answers the node's time.
+var probeScript = newTimedScript(guardSource + "return timed({})")
 
 // probe reads the node's clock once, alone, when a call in batch asks for
 // a clock check and there is no earlier reading to compare its own with.
 // It costs one round trip on a Client's first call to the node. It returns
 // the error of a probe the node did not answer, and how long it waited.
 func (b *batcher) probe(ctx context.Context, batch []*pending) (error, time.Duration) {
-	if !b.timed || !slices.ContainsFunc(batch, func(p *pending) bool { return p.check.on() }) || b.clock.baseline() {
+	if !b.checkClock || !slices.ContainsFunc(batch, func(p *pending) bool { return p.check.on() }) || b.clock.baseline() {
 		return nil, 0
 	}
-	p := &pending{ctx: ctx, script: probeScript.timed}
+	p := &pending{ctx: ctx, script: probeScript}
 	sent := time.Now()
 	p.cmd = p.script.Run(ctx, b.client, nil)
 	got := time.Now()
@@ -222,11 +220,8 @@ func (b *batcher) probe(ctx context.Context, batch []*pending) (error, time.Dura
 // the answer of each call whose check fails. A call that failed on its
 // own (a script error, no answer) keeps its error.
 func (b *batcher) judge(batch []*pending, sent, got time.Time) {
-	if !b.timed {
-		return
-	}
 	for _, p := range batch {
-		if p.cmd.Err() != nil {
+		if !p.script.timed || p.cmd.Err() != nil {
 			continue // no reading, and nothing to count: the call failed
 		}
 		at, reply, err := untime(p.cmd.Val())
@@ -235,10 +230,10 @@ func (b *batcher) judge(batch []*pending, sent, got time.Time) {
 			p.cmd.SetErr(err)
 			continue
 		}
-		if reply == nil {
-			p.cmd.SetErr(redis.Nil) // what the untimed script would have answered
-		}
 		p.cmd.SetVal(reply)
+		if !b.checkClock {
+			continue
+		}
 		if verdict := b.clock.observe(sample{sent: sent, got: got, node: at}, true, []ClockCheck{p.check})[0]; verdict != nil {
 			p.cmd = redis.NewCmd(p.ctx)
 			p.cmd.SetErr(verdict)

@@ -7,32 +7,16 @@ import (
 	"time"
 )
 
-// timedSource wraps a script so that it answers {seconds, microseconds,
-// reply}: the node's TIME after the script ran, then the script's own
-// reply. An error reply is passed on unchanged (it votes for nothing).
-func timedSource(source string) string {
-	return "local function script()\n" + source + "\nend\n" + `local reply = script()
-if type(reply) == 'table' and reply.err then
-  return reply
-end
-local now = redis.call('TIME')
-return {now[1], now[2], reply}
-`
-}
-
-// untime splits a timed script's answer into the node's time and the
-// script's reply (nil: the script answered nil).
-func untime(answer any) (time.Time, any, error) {
+// untime splits a timed script's answer (an array that guard.lua's
+// timed() ended with the node's seconds and microseconds) into the node's
+// time and the script's own reply, the rest of the array.
+func untime(answer any) (time.Time, []any, error) {
 	items, ok := answer.([]any)
-	if ok && (len(items) == 2 || len(items) == 3) {
-		seconds, secondsErr := decimal(items[0], 1<<40)
-		micros, microsErr := decimal(items[1], 999_999)
+	if n := len(items); ok && n >= 2 {
+		seconds, secondsErr := decimal(items[n-2], 1<<40)
+		micros, microsErr := decimal(items[n-1], 999_999)
 		if secondsErr == nil && microsErr == nil {
-			var reply any
-			if len(items) == 3 {
-				reply = items[2]
-			}
-			return time.Unix(int64(seconds), int64(micros)*1000), reply, nil
+			return time.Unix(int64(seconds), int64(micros)*1000), items[:n-2:n-2], nil
 		}
 	}
 	return time.Time{}, nil, fmt.Errorf("%w: not a timed answer: %v", ErrBadReply, answer)

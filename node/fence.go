@@ -15,7 +15,7 @@ var (
 	//go:embed scripts/fence.lua
 	fenceSource string
 
-	fenceReadScript = newScript(guardSource + fenceReadSource)
+	fenceReadScript = newTimedScript(guardSource + fenceReadSource)
 	fenceScript     = newScript(fenceSource)
 )
 

@@ -23,8 +23,8 @@ var (
 
 	// Every script whose answer counts as a vote checks the restart guard
 	// first (guard.lua).
-	acquireScript = newScript(guardSource + acquireSource)
-	renewScript   = newScript(guardSource + renewSource)
+	acquireScript = newTimedScript(guardSource + acquireSource)
+	renewScript   = newTimedScript(guardSource + renewSource)
 )
 
 // luaScript is a script and its source (to SCRIPT LOAD it ahead of a
@@ -32,15 +32,20 @@ var (
 type luaScript struct {
 	*redis.Script
 	source string
-	// timed is the script made to answer the node's time too (see
-	// timedSource); nil for a timed script itself.
-	timed *luaScript
+	// timed: the script answers through guard.lua's timed(), the node's
+	// TIME ahead of its reply.
+	timed bool
 }
 
 func newScript(source string) *luaScript {
-	timed := timedSource(source)
-	return &luaScript{Script: redis.NewScript(source), source: source,
-		timed: &luaScript{Script: redis.NewScript(timed), source: timed}}
+	return &luaScript{Script: redis.NewScript(source), source: source}
+}
+
+// newTimedScript is a script whose replies come through timed().
+func newTimedScript(source string) *luaScript {
+	s := newScript(source)
+	s.timed = true
+	return s
 }
 
 // ErrBadReply reports a reply that does not have the shape the script
@@ -74,9 +79,9 @@ func New(index int, addr string, client Client) *Node {
 	}
 	_, cluster := client.(*redis.ClusterClient)
 	_, ring := client.(*redis.Ring)
-	// TIME goes to one shard of a Cluster or Ring, not necessarily the
-	// one a script runs on: there the clock is not checked.
-	b.timed = !cluster && !ring
+	// On a Cluster or Ring, scripts of different slots run on different
+	// shards, each with its own clock: there the clock is not checked.
+	b.checkClock = !cluster && !ring
 	return &Node{index: index, addr: addr, client: client, cluster: cluster, calls: b}
 }
 
@@ -92,7 +97,7 @@ func (n *Node) run(ctx context.Context, script *luaScript, check ClockCheck, key
 
 // ClockChecked reports whether the node's clock rate is checked: it is on
 // a plain Redis client, not on a Cluster or Ring.
-func (n *Node) ClockChecked() bool { return n.calls.timed }
+func (n *Node) ClockChecked() bool { return n.calls.checkClock }
 
 // Index is the node's position in the Client's list.
 func (n *Node) Index() int { return n.index }

@@ -24,7 +24,7 @@ var (
 	// The scripts that queue waiters or free the lock share queue.lua:
 	// the queue, and the handoff of a freed lock to its first waiter.
 	// (guard.lua goes first: it has the node's clock, and the guard.)
-	acquireQueuedScript = newScript(guardSource + queueSource + acquireQueuedSource)
+	acquireQueuedScript = newTimedScript(guardSource + queueSource + acquireQueuedSource)
 	releaseScript       = newScript(guardSource + queueSource + releaseSource)
 	leaveScript         = newScript(guardSource + queueSource + leaveSource)
 )

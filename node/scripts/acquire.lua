@@ -12,7 +12,8 @@
 -- ARGV[3]  ttl in milliseconds
 -- ARGV[4]  restart guard in milliseconds (see guard.lua; "0": off)
 --
--- Reply: {1, holds}          granted; holds = this owner's hold count
+-- Reply (then the node's seconds and microseconds: timed in guard.lua):
+--        {1, holds}          granted; holds = this owner's hold count
 --        {0, pttl, holder}   another owner holds it; pttl = its remaining
 --                            milliseconds (-1: no expiry set), holder = a
 --                            fingerprint of the owner (not the id itself,
@@ -26,10 +27,10 @@ if refused then
 end
 local holder = redis.call('HGET', KEYS[1], 'owner')
 if holder ~= false and holder ~= ARGV[1] then
-  return {0, redis.call('PTTL', KEYS[1]), string.sub(redis.sha1hex(holder), 1, 16)}
+  return timed({0, redis.call('PTTL', KEYS[1]), string.sub(redis.sha1hex(holder), 1, 16)})
 end
 if redis.call('ZSCORE', KEYS[2], ARGV[2]) then
-  return {2}
+  return timed({2})
 end
 local ttl = tonumber(ARGV[3])
 local holds = 1
@@ -52,4 +53,4 @@ else
   end
   holds = redis.call('HLEN', KEYS[1]) - 1
 end
-return {1, holds}
+return timed({1, holds})

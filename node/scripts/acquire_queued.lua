@@ -19,7 +19,8 @@
 -- ARGV[8]  handoff window in milliseconds (see hand in queue.lua)
 -- KEYS[6]  the node's marker, ARGV[9] restart guard in ms (see guard.lua)
 --
--- Reply: {1, holds}         granted (as acquire.lua); a claimed handoff is 1
+-- Reply (then the node's seconds and microseconds: timed in guard.lua):
+--        {1, holds}         granted (as acquire.lua); a claimed handoff is 1
 --        {2}                this hold was released already (as acquire.lua)
 --        {0, pttl, who}     refused: another owner holds it (pttl >= -1,
 --                           who = its fingerprint), or it was free but
@@ -37,13 +38,13 @@ if waiting then
   evict(q, node_now())
 end
 if redis.call('ZSCORE', KEYS[2], hold) then
-  return {2}
+  return timed({2})
 end
 local fields = redis.call('HMGET', q.lock, 'owner', 'handed')
 local holder, handed = fields[1], fields[2]
 if holder ~= false and holder ~= owner then
   enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6])
-  return {0, redis.call('PTTL', q.lock), fingerprint(holder)}
+  return timed({0, redis.call('PTTL', q.lock), fingerprint(holder)})
 end
 local holds = 1
 if holder == false then
@@ -57,7 +58,7 @@ if holder == false then
     waiting = true
     local head = redis.call('ZRANGE', q.queue, 0, 0)[1]
     if head ~= owner then
-      return {0, -2, hand(q, tonumber(ARGV[8]), hold, nil)}
+      return timed({0, -2, hand(q, tonumber(ARGV[8]), hold, nil)})
     end
   end
   redis.call('HSET', q.lock, 'owner', owner, hold, 1)
@@ -78,4 +79,4 @@ end
 if waiting then
   dequeue(q, owner)
 end
-return {1, holds}
+return timed({1, holds})

@@ -5,7 +5,7 @@
 -- KEYS[2]  the node's marker, ARGV[1] restart guard in ms (see guard.lua)
 --
 -- Reply: {counter, seconds, microseconds}, each a decimal string; the last
---        two are the node's TIME.
+--        two are the node's TIME (and timed in guard.lua appends it again).
 -- Errors: WRONGTYPE when KEYS[1] is not a string; QUARANTINED (see
 --         guard.lua).
 local refused = guard(KEYS[2], ARGV[1])
@@ -13,5 +13,5 @@ if refused then
   return refused
 end
 local counter = redis.call('GET', KEYS[1]) or '0'
-local time = redis.call('TIME')
-return {counter, time[1], time[2]}
+node_time = node_time or redis.call('TIME')
+return timed({counter, node_time[1], node_time[2]})

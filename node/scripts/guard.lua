@@ -15,15 +15,27 @@
 -- node never held a lock). A node restarted with its data keeps its
 -- marker and is not held back.
 
--- node_now is the node's time in milliseconds, read once per call and only
--- by a call that needs it.
+-- node_time is the node's TIME, read once per call and only by a call that
+-- needs it; node_now the same in milliseconds.
+local node_time
 local node_ms
 local function node_now()
   if not node_ms then
-    local time = redis.call('TIME')
-    node_ms = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+    node_time = node_time or redis.call('TIME')
+    node_ms = tonumber(node_time[1]) * 1000 + math.floor(tonumber(node_time[2]) / 1000)
   end
   return node_ms
+end
+
+-- timed appends the node's TIME (seconds, microseconds) to a voting
+-- script's reply, a table, for the client's clock check (see
+-- node/clock.go). Error replies do not go through it.
+local function timed(reply)
+  node_time = node_time or redis.call('TIME')
+  local n = #reply
+  reply[n + 1] = node_time[1]
+  reply[n + 2] = node_time[2]
+  return reply
 end
 
 -- guard returns nil when the node may vote, or the error reply

@@ -11,7 +11,8 @@
 -- KEYS[#KEYS]    the node's marker, ARGV[#ARGV] restart guard in ms (see
 --                guard.lua)
 --
--- Reply: one integer per item:
+-- Reply (then the node's seconds and microseconds: timed in guard.lua):
+-- one integer per item:
 --         1  renewed (or re-created)
 --         0  another owner holds the lock here, or the hold was released
 --        -2  the key is a hash that is not a lock
@@ -48,4 +49,4 @@ end
 if quarantined then
   return quarantined
 end
-return replies
+return timed(replies)
