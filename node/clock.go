@@ -16,7 +16,7 @@ func untime(answer any) (time.Time, []any, error) {
 		seconds, secondsErr := decimal(items[n-2], 1<<40)
 		micros, microsErr := decimal(items[n-1], 999_999)
 		if secondsErr == nil && microsErr == nil {
-			return time.Unix(int64(seconds), int64(micros)*1000), items[:n-2:n-2], nil
+			return time.Unix(int64(seconds), int64(micros)*1000), items[: n-2 : n-2], nil
 		}
 	}
 	return time.Time{}, nil, fmt.Errorf("%w: not a timed answer: %v", ErrBadReply, answer)
