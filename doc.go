@@ -21,12 +21,20 @@
 // # Guarantees and their assumptions
 //
 // Two owners never both hold a valid lease on one name, provided that:
-//   - no node loses an acknowledged key within the longest TTL: every node
-//     runs with AOF, appendfsync always and maxmemory-policy noeviction,
-//     or a node that comes back empty stays away for longer than the
-//     longest TTL (one node back empty at once can break the lock);
-//   - node clocks run fast, against the client's monotonic clock, by less
-//     than the drift factor;
+//   - a node that lost its data (a restart without persistence, FLUSHALL,
+//     a failover to an empty replica) does not vote for the longest TTL
+//     in use. The restart guard checks it (WithRestartGuard, on by
+//     default): what stays assumed is that the guard is at least the
+//     longest TTL of any Client on the same names, and that no node loses
+//     part of its data while keeping its marker (key eviction);
+//   - a node whose clock runs fast, against the client's monotonic clock,
+//     by more than the drift factor does not count. The clock check
+//     checks it (WithClockCheck, on by default; not on Redis Cluster or
+//     Ring clients): what stays assumed is that this process's monotonic
+//     clock runs true, and that a node whose clock runs fast by less than
+//     about three times is not needed for a quorum before the check has
+//     readings of it spread far enough to prove it (up to 1.6 s of one
+//     Client's calls);
 //   - the holder stops acting on the protected resource when its lease's
 //     Context is done.
 //

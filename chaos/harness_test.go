@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/quorumlock/redlock/internal/redisproc"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/internal/workload"
+	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -42,6 +44,11 @@ type cluster struct {
 	proxies [][]*faultproxy.Proxy // [client][node]
 	clients []*redlock.Client
 	faults  atomic.Int64 // faults injected, for the report
+	// trueClocks: no node was started with a clock of its own (nodeEnv);
+	// clockFindings counts the clock check's reports (Observer.Quarantined
+	// with a *node.ClockQuarantine), which must then stay 0.
+	trueClocks    bool
+	clockFindings atomic.Int64
 }
 
 // newCluster starts the nodes, the proxies and the Clients; t.Cleanup
@@ -50,7 +57,7 @@ func newCluster(t *testing.T, s setup) *cluster {
 	t.Helper()
 	binary := redistest.RequireRedis(t)
 	base := t.TempDir()
-	c := &cluster{t: t}
+	c := &cluster{t: t, trueClocks: s.nodeEnv == nil}
 	for i := range nodeCount {
 		cfg := redisproc.Config{
 			Dir:    filepath.Join(base, fmt.Sprintf("node%d", i)),
@@ -98,7 +105,15 @@ func newCluster(t *testing.T, s setup) *cluster {
 			t.Cleanup(func() { _ = rc.Close() })
 			nodes = append(nodes, rc)
 		}
-		opts := append([]redlock.Option{redlock.WithNodeTimeout(s.nodeTimeout)}, s.options...)
+		// The run's own observer, if any, replaces this one.
+		findings := redlock.WithObserver(redlock.Observer{Quarantined: func(e redlock.QuarantineEvent) {
+			var fast *node.ClockQuarantine
+			if errors.As(e.Reason, &fast) {
+				c.clockFindings.Add(1)
+				t.Logf("client %d: %v", k, e.Reason)
+			}
+		}})
+		opts := append([]redlock.Option{redlock.WithNodeTimeout(s.nodeTimeout), findings}, s.options...)
 		client, err := redlock.New(nodes, opts...)
 		if err != nil {
 			t.Fatalf("client %d: %v", k, err)
@@ -245,6 +260,9 @@ func (c *cluster) requireSafe(r result, minSections int64) {
 	}
 	if sections := r.stats.Sections.Load(); sections < minSections {
 		c.t.Errorf("only %d sections, want at least %d", sections, minSections)
+	}
+	if n := c.clockFindings.Load(); c.trueClocks && n > 0 {
+		c.t.Errorf("the clock check found %d nodes fast, and every clock is true", n)
 	}
 	if c.faults.Load() == 0 {
 		c.t.Error("no fault was injected")

@@ -120,27 +120,41 @@ func (r *runner) recover(ctx context.Context) error {
 	return nil
 }
 
-// controls runs both negative controls and returns the violations the
-// checker found in them.
-func (r *runner) controls(ctx context.Context) (int, error) {
-	total := 0
+// controls runs both negative controls twice: with the library's check
+// for the breach off, where every control must make the checker report
+// violations (off counts them), and with it on (the default), where none
+// may (on counts them).
+func (r *runner) controls(ctx context.Context) (off, on int, err error) {
 	for _, c := range []struct {
-		name string
-		run  func(context.Context) ([]checker.Violation, error)
+		name, check string
+		run         func(context.Context, bool) ([]checker.Violation, error)
 	}{
-		{"(a) a majority (3 of 5) restarted empty at once while the locks are held", r.controlRestartEmpty},
-		{fmt.Sprintf("(b) a majority (3 of 5) with clocks %dx too fast", clockRate), r.controlFastClock},
+		{"(a) a majority (3 of 5) restarted empty at once while the locks are held", "restart guard", r.controlRestartEmpty},
+		{fmt.Sprintf("(b) a majority (3 of 5) with clocks %dx too fast", clockRate), "clock check", r.controlFastClock},
 	} {
-		r.say("negative control %s", c.name)
-		violations, err := c.run(ctx)
-		if err != nil {
-			return total, fmt.Errorf("negative control %s: %w", c.name, err)
-		}
-		total += len(violations)
-		r.say("  %d violations detected", len(violations))
-		for _, v := range violations[:min(len(violations), 2)] {
-			r.say("  e.g. %s", v)
+		for _, protected := range []bool{false, true} {
+			state := "off"
+			if protected {
+				state = "on (the default)"
+			}
+			r.say("negative control %s, %s %s", c.name, c.check, state)
+			violations, err := c.run(ctx, protected)
+			if err != nil {
+				return off, on, fmt.Errorf("negative control %s, %s %s: %w", c.name, c.check, state, err)
+			}
+			r.say("  %d violations detected", len(violations))
+			for _, v := range violations[:min(len(violations), 2)] {
+				r.say("  e.g. %s", v)
+			}
+			switch {
+			case protected:
+				on += len(violations)
+			case len(violations) == 0:
+				return off, on, fmt.Errorf("negative control %s, %s off: no violation detected: the checker cannot be trusted", c.name, c.check)
+			default:
+				off += len(violations)
+			}
 		}
 	}
-	return total, nil
+	return off, on, nil
 }

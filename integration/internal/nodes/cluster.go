@@ -97,15 +97,29 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	// New nodes never held a lock: their markers say so, or redlock's
 	// restart guard would keep them from voting for a TTL. A restart
 	// later does not set it again: that is the loss the guard is for.
-	for i := range c.nodes {
+	all := make([]int, len(c.nodes))
+	for i := range all {
+		all[i] = i
+	}
+	if err := c.MarkNew(ctx, all...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// MarkNew sets the restart guard's marker of nodes to "0": they never
+// held a lock (true of a new container, and of one whose locks have all
+// expired), so they vote at once.
+func (c *Cluster) MarkNew(ctx context.Context, nodes ...int) error {
+	for _, i := range nodes {
 		client := c.Client(i)
 		err := client.Set(ctx, "redlock:node", "0", 0).Err()
 		_ = client.Close()
 		if err != nil {
-			return nil, fmt.Errorf("node %d: mark it new: %w", i, err)
+			return fmt.Errorf("node %d: mark it new: %w", i, err)
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // create runs n's container with n.env and waits until it answers.
