@@ -11,9 +11,12 @@ PKGS := ./...
 ## test: formatting, go vet, every test with the race detector, the
 ## examples, a short fuzz run of the reply decoders, and the model check.
 ## Tests that need redis-server skip without it, unless REDLOCK_REQUIRE_REDIS=1.
+## Packages run one at a time (-p 1): the fault tier (chaos/) also checks
+## that locking makes progress under faults, and on a 2-core machine two
+## packages' race-instrumented tests at once starve it.
 test: fmt-check vet
-	@echo "== go test -race ./... (real redis-server nodes; about 2 minutes)"
-	$(GO) test -race -count=1 $(PKGS)
+	@echo "== go test -race -p 1 ./... (real redis-server nodes, one package at a time; about 3 minutes)"
+	$(GO) test -race -count=1 -p 1 $(PKGS)
 	@echo "== examples"
 	cd examples && $(GO) vet ./... && $(GO) test -count=1 ./...
 	@$(MAKE) --no-print-directory fuzz
