@@ -3,10 +3,13 @@ package redlock
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // Sentinel errors. Match them with errors.Is: the library wraps them with
-// detail (which node, how many votes) and joins several with errors.Join.
+// detail (which node, how many votes) and joins several into one error
+// whose message is one line ("...; redlock: node 1 (addr): ...") and whose
+// Unwrap gives each, so errors.As finds every *NodeError.
 var (
 	// ErrConfig reports an invalid argument or option: no nodes, a nil
 	// client, an empty name, a TTL that leaves no validity window, a quorum
@@ -46,3 +49,32 @@ func (e *NodeError) Error() string {
 }
 
 func (e *NodeError) Unwrap() error { return e.Err }
+
+// joinedError is errors.Join on one line: log lines and slog attributes
+// stay whole.
+type joinedError struct{ errs []error }
+
+// joinErrors is errors.Join (nil errors dropped; nil when none is left),
+// with a one-line message.
+func joinErrors(errs ...error) error {
+	var kept []error
+	for _, err := range errs {
+		if err != nil {
+			kept = append(kept, err)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return &joinedError{errs: kept}
+}
+
+func (e *joinedError) Error() string {
+	parts := make([]string, len(e.errs))
+	for i, err := range e.errs {
+		parts[i] = strings.ReplaceAll(err.Error(), "\n", "; ")
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (e *joinedError) Unwrap() []error { return e.errs }

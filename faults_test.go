@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"net"
 	"strings"
@@ -255,4 +256,63 @@ func TestDial_ownsItsConnections(t *testing.T) {
 	if err := c.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
 	}
+}
+
+// Lock that gives up with a majority of nodes down says what it last saw:
+// it matches ErrNoQuorum and the ctx's error, names each failing node
+// (errors.As finds every *NodeError), and reads on one line.
+func TestMutex_Lock_majorityDown_givesUpWithTheReason(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	c := newClient(t, cluster, redlock.WithNodeTimeout(200*time.Millisecond))
+	for _, i := range []int{1, 2} {
+		if err := cluster.Nodes[i].Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(testContext(t), time.Second)
+	defer cancel()
+	_, err := c.Mutex("down").Lock(ctx)
+	if !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("Lock with 2 of 3 nodes down: %v; want ErrNotAcquired, DeadlineExceeded and ErrNoQuorum", err)
+	}
+	seen := map[int]bool{}
+	for _, e := range unwrapAll(err) {
+		var nodeErr *redlock.NodeError
+		if errors.As(e, &nodeErr) {
+			seen[nodeErr.Node] = true
+		}
+	}
+	if !seen[1] || !seen[2] || seen[0] {
+		t.Errorf("node errors for nodes %v; want 1 and 2", seen)
+	}
+	for _, e := range []error{err, tryLockErr(t, c)} {
+		if message := e.Error(); strings.Contains(message, "\n") || !strings.Contains(message, "1 of 3 nodes agreed, 2 needed") {
+			t.Errorf("message %q: want one line saying 1 of 3 nodes agreed, 2 needed", message)
+		}
+	}
+}
+
+func tryLockErr(t *testing.T, c *redlock.Client) error {
+	t.Helper()
+	_, err := c.Mutex("down").TryLock(testContext(t))
+	if !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("TryLock: %v; want ErrNoQuorum", err)
+	}
+	return err
+}
+
+// unwrapAll is err and every error in its tree.
+func unwrapAll(err error) []error {
+	all := []error{err}
+	switch e := err.(type) {
+	case interface{ Unwrap() error }:
+		if inner := e.Unwrap(); inner != nil {
+			all = append(all, unwrapAll(inner)...)
+		}
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			all = append(all, unwrapAll(inner)...)
+		}
+	}
+	return all
 }

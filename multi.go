@@ -208,7 +208,7 @@ func (l *Lease) multiRelease(ctx context.Context) error {
 		}
 	}
 	l.cancel(ErrReleased)
-	return errors.Join(errs...)
+	return joinErrors(errs...)
 }
 
 func (l *Lease) multiExtend(ctx context.Context) error {
@@ -221,5 +221,5 @@ func (l *Lease) multiExtend(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("redlock: Multi: %s: %w", part.mutex.name, err))
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs...)
 }

@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -78,9 +77,17 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// Dial connects to one node per URL (redis:// or rediss://, with user,
-// password and database as go-redis's ParseURL reads them) and returns a
-// Client that owns those connections: Close closes them.
+// Dial makes one go-redis client per URL (redis:// or rediss://, with
+// user, password and database as go-redis's ParseURL reads them) and
+// returns a Client that owns them: Close closes them. It does not contact
+// the nodes: a URL of a node that is down is not an error here (the
+// nodes may come up later, and the lock needs only a quorum); the first
+// Lock or TryLock reports unreachable nodes as *NodeError. Only a
+// malformed URL or option is (ErrConfig).
+//
+// go-redis logs failed dials through its process-wide logger; the library
+// does not silence it for you, since that would silence every other
+// go-redis client of the process too. redis.SetLogger does, for all.
 func Dial(urls []string, opts ...Option) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrConfig)
@@ -181,7 +188,7 @@ func (c *Client) Close() error {
 			errs = append(errs, err)
 		}
 	}
-	return errors.Join(errs...)
+	return joinErrors(errs...)
 }
 
 // Mutex returns the lock called name. It is cheap and safe for concurrent

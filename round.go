@@ -2,7 +2,6 @@ package redlock
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -220,7 +219,7 @@ func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acq
 	result.split = !result.held && silent == 0 && v.yes < need
 	switch {
 	case ctx.Err() != nil:
-		result.err = gaveUp(ctx, errors.Join(v.nodeErrs...))
+		result.err = gaveUp(ctx, joinErrors(v.nodeErrs...))
 	case result.held && holds > v.n-need:
 		result.err = v.with(fmt.Errorf("%w: held by another owner on %d of %d nodes", ErrNotAcquired, holds, v.n))
 	case v.yes >= need:

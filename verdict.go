@@ -1,7 +1,6 @@
 package redlock
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/quorumlock/redlock/quorum"
@@ -46,11 +45,11 @@ func (v verdict) err(refusal func(v verdict) error) error {
 	case refusal != nil && v.outOfReach():
 		return v.with(refusal(v))
 	}
-	return v.with(fmt.Errorf("%w: %d of %d needed nodes", ErrNoQuorum, v.yes, v.need))
+	return v.with(fmt.Errorf("%w: %d of %d nodes agreed, %d needed", ErrNoQuorum, v.yes, v.n, v.need))
 }
 
 // with joins head and the node errors, so that errors.As finds each
 // *NodeError.
 func (v verdict) with(head error) error {
-	return errors.Join(append([]error{head}, v.nodeErrs...)...)
+	return joinErrors(append([]error{head}, v.nodeErrs...)...)
 }
