@@ -97,6 +97,8 @@ func writeTable(out io.Writer, r *lockReport) error {
 	w := new(bytes.Buffer)
 	var headline string
 	switch {
+	case r.Reachable == 0:
+		headline = "no node answered: nothing is known of the lock"
 	case r.Holder == "":
 		headline = "free on every node that answered"
 	case r.HeldOn >= r.Quorum:

@@ -132,3 +132,15 @@ func TestInspect_quarantinedNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestInspect_allNodesDown: with no node answering, inspect does not call
+// the lock free: it says nothing is known, and exits 125.
+func TestInspect_allNodesDown(t *testing.T) {
+	t.Parallel()
+	env := nodesEnvFor([]string{closedPort(t), closedPort(t), closedPort(t)})
+	c := runCLI(t, env, "inspect", "-timeout", "300ms", "jobs")
+	c.expect(t, exitError)
+	if out := c.stdout.String(); !strings.Contains(out, "no node answered") || strings.Contains(out, "free") {
+		t.Errorf("inspect with every node down printed:\n%s", out)
+	}
+}

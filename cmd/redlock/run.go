@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"os/exec"
 	"time"
 
@@ -17,9 +18,11 @@ Takes the lock NAME over the nodes (renewed every TTL/3 while CMD runs),
 runs CMD with redlock's stdin, stdout and stderr, releases the lock when CMD
 exits and exits with CMD's status. Two "redlock run" on one name never hold
 the lock at the same time; a CMD whose lock was lost can run on until it
-stops at SIGTERM or is killed after -grace (below). SIGINT, SIGTERM, SIGHUP and SIGQUIT are
-passed on to CMD. CMD stays in redlock's process group so that it can use
-the terminal; a Ctrl-C there reaches it directly as well.
+stops at SIGTERM or is killed after -grace (below). SIGINT, SIGTERM, SIGHUP
+and SIGQUIT are passed on to CMD. CMD stays in redlock's process group so
+that it can use the terminal; a Ctrl-C there reaches it directly as well.
+If redlock itself dies (SIGKILL, a crash), CMD gets SIGKILL at once (on
+Linux): no CMD runs on unsupervised while its lock expires.
 
 If the lock is lost while CMD runs (no quorum of nodes renewed it in time,
 so another holder may get it), CMD gets SIGTERM, then SIGKILL after -grace,
@@ -127,7 +130,9 @@ func runCommand(args []string, stderr io.Writer) int {
 	// A command that cannot run should not make others wait for the lock.
 	path, err := exec.LookPath(cfg.argv[0])
 	if err != nil {
-		if errors.Is(err, exec.ErrNotFound) {
+		// "/nonexistent" (a path) fails with ErrNotExist, a bare name
+		// with ErrNotFound: both are "not found" (127), as in a shell.
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) {
 			return fail(exitNotFound, "%s: command not found", cfg.argv[0])
 		}
 		return fail(exitCannotInvoke, "%s: %s", cfg.argv[0], oneLine(err))

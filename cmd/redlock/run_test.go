@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,6 +34,7 @@ func TestRun_exitStatus(t *testing.T) {
 		{[]string{"sh", "-c", "kill -TERM $$"}, 128 + int(syscall.SIGTERM), nil},
 		{[]string{"sh", "-c", `test "$REDLOCK_NAME" = codes && test -n "$REDLOCK_OWNER" && test -z "$REDLOCK_TOKEN"`}, 0, nil},
 		{[]string{"redlock-no-such-command"}, exitNotFound, []string{"redlock run: redlock-no-such-command: command not found"}},
+		{[]string{"/nonexistent"}, exitNotFound, []string{"redlock run: /nonexistent: command not found"}},
 	} {
 		runCLI(t, env, append([]string{"run", "-name", "codes", "--"}, c.args...)...).expect(t, c.code, c.want...)
 	}
@@ -167,5 +169,33 @@ func TestRun_lost(t *testing.T) {
 				t.Errorf("stderr has %d lines, want 1: %s", lines, held.stderr.String())
 			}
 		})
+	}
+}
+
+// TestRun_killedRedlockKillsCMD: kill -9 of redlock run leaves no CMD
+// running unsupervised (Linux): CMD dies with it.
+func TestRun_killedRedlockKillsCMD(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("CMD dies with redlock on Linux only")
+	}
+	t.Parallel()
+	env := nodesEnvFor(redistest.Start(t, 3).URLs())
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	c := startCLI(t, env, "run", "-name", "orphan", "--", "sh", "-c", `echo $$ > "$0"; exec sleep 30`, pidFile)
+	pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, pidFile, 10*time.Second)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	c.wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("CMD (pid %d) still runs 5 s after redlock was killed", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

@@ -114,6 +114,7 @@ func supervise(cfg runConfig, lease *redlock.Lease, sigs <-chan os.Signal, stder
 	cmd.Args[0] = cfg.argv[0] // as the user typed it, as a shell would pass it
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.Env = childEnv(cfg, lease)
+	defer dieWithRedlock(cmd)()
 	if err := cmd.Start(); err != nil {
 		release(lease, stderr)
 		fmt.Fprintf(stderr, "redlock run: %s: %s\n", cfg.argv[0], oneLine(err))
