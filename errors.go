@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/quorumlock/redlock/node"
 )
 
 // Sentinel errors. Match them with errors.Is: the library wraps them with
@@ -34,7 +36,29 @@ var (
 	ErrNoQuorum = errors.New("redlock: no quorum")
 	// ErrClosed reports use of a Client, Mutex or Lease after Client.Close.
 	ErrClosed = errors.New("redlock: client closed")
+	// ErrKeyConflict reports that a key of the lock holds something else
+	// (a value of another type, a hash that is not a lock) on so many
+	// nodes that no quorum can agree: Lock returns it at once instead of
+	// waiting, since only removing the key (or another WithKeyPrefix)
+	// helps. Each such node's *NodeError matches it too.
+	ErrKeyConflict = node.ErrKeyConflict
 )
+
+// stopError is an attempt's error after which Lock does not try again.
+type stopError struct{ error }
+
+func (e *stopError) Unwrap() error { return e.error }
+
+// conflicts counts the node errors saying a key of the lock holds
+// something else; stopped reports whether they put a quorum out of reach.
+func (v verdict) conflicts() (count int, stopped bool) {
+	for _, err := range v.nodeErrs {
+		if errors.Is(err, ErrKeyConflict) {
+			count++
+		}
+	}
+	return count, count > v.n-v.need
+}
 
 // NodeError is the failure of one node in a round: a network error, a
 // timeout, a reply of the wrong shape, a WRONGTYPE key.

@@ -131,8 +131,33 @@ func TestMutex_TryLock_wrongTypeKey(t *testing.T) {
 	}
 	c := newClient(t, cluster)
 	lease, err := c.Mutex("typed").TryLock(ctx)
-	if lease != nil || !errors.Is(err, redlock.ErrNoQuorum) || !strings.Contains(err.Error(), "WRONGTYPE") {
-		t.Fatalf("TryLock over WRONGTYPE keys: lease %v, err %v; want no lease and ErrNoQuorum naming WRONGTYPE", lease, err)
+	if lease != nil || !errors.Is(err, redlock.ErrKeyConflict) || !strings.Contains(err.Error(), "WRONGTYPE") ||
+		!strings.Contains(err.Error(), "redlock:{typed}") || strings.Contains(err.Error(), "user_script") {
+		t.Fatalf("TryLock over WRONGTYPE keys: lease %v, err %v; want no lease and ErrKeyConflict naming the key", lease, err)
+	}
+	// Lock does not wait for what waiting cannot fix: it returns at once.
+	start := time.Now()
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := c.Mutex("typed").Lock(waitCtx); !errors.Is(err, redlock.ErrKeyConflict) || time.Since(start) > 2*time.Second {
+		t.Fatalf("Lock over WRONGTYPE keys: %v after %v; want ErrKeyConflict at once", err, time.Since(start))
+	}
+	// A fence key of another type: with fencing, Lock stops at once too,
+	// and gives the lock back.
+	for i := range cluster.Nodes {
+		if err := cluster.Admin(t, i).HSet(ctx, "redlock:{fenced}:fence", "x", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start = time.Now()
+	if _, err := c.Mutex("fenced", redlock.WithFencing()).Lock(waitCtx); !errors.Is(err, redlock.ErrKeyConflict) ||
+		!strings.Contains(err.Error(), "redlock:{fenced}:fence") || time.Since(start) > 2*time.Second {
+		t.Fatalf("fenced Lock over a WRONGTYPE fence key: %v after %v; want ErrKeyConflict at once", err, time.Since(start))
+	}
+	for i := range cluster.Nodes {
+		if n, _ := cluster.Admin(t, i).Exists(ctx, "redlock:{fenced}").Result(); n != 0 {
+			t.Fatalf("node %d: the lock was left taken", i)
+		}
 	}
 	// One node with a foreign hash is a failing minority: the lock works.
 	lease = mustLock(t, ctx, c.Mutex("hashed"))

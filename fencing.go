@@ -45,8 +45,13 @@ func (l *Lease) fence(ctx context.Context) error {
 			return quorum.Reply[node.Fence]{Vote: quorum.Yes, Value: fence}
 		})
 	read := reads.Wait(ctx)
-	if err := verdictOf(m, read.Replies, need).err(nil); err != nil {
-		return fmt.Errorf("%w: fencing counters not read: %w", ErrNotAcquired, err)
+	v := verdictOf(m, read.Replies, need)
+	if err := v.err(nil); err != nil {
+		err = fmt.Errorf("%w: fencing counters not read: %w", ErrNotAcquired, err)
+		if count, stopped := v.conflicts(); stopped {
+			return &stopError{fmt.Errorf("%w (%w on %d of %d nodes: remove the key or use another key prefix)", err, ErrKeyConflict, count, v.n)}
+		}
+		return err
 	}
 	token, err := nextToken(read.Replies)
 	if err != nil {

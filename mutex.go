@@ -116,19 +116,23 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
 	}
 	pacer := m.newPacer()
 	contended := false // the last attempt split the votes or lost the lead
+	var last error     // what the last attempt saw, for the error of a Lock that gives up
 	for {
 		if err := ctx.Err(); err != nil {
 			k.finish(ctx, nil)
-			return nil, gaveUp(ctx, nil)
+			return nil, gaveUp(ctx, last)
 		}
 		lease, outcome := m.attempt(ctx, k, contended)
+		if outcome.err != nil {
+			last = outcome.err
+		}
 		if lease != nil && ctx.Err() != nil {
 			// Granted just as ctx ended: the caller has stopped waiting and
 			// would never unlock it, so give it back (as x/sync/semaphore
 			// does). The release leaves the gate.
 			k.finish(ctx, lease)
 			_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
-			return nil, gaveUp(ctx, nil)
+			return nil, gaveUp(ctx, last)
 		}
 		if lease != nil {
 			k.finish(ctx, lease)
@@ -139,7 +143,13 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
 			m.observeAcquired(lease, time.Since(began), outcome.votes)
 			return lease, nil
 		}
-		if !wait || errors.Is(outcome.err, ErrConfig) {
+		if ctx.Err() != nil {
+			// Given up during the round: say so, and what it saw.
+			k.finish(ctx, nil)
+			return nil, gaveUp(ctx, outcome.err)
+		}
+		var stop *stopError
+		if !wait || errors.Is(outcome.err, ErrConfig) || errors.As(outcome.err, &stop) {
 			k.finish(ctx, nil)
 			return nil, outcome.err
 		}

@@ -109,7 +109,7 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, o
 	// timeout; a node known to be down fails at once, see node.ErrNotSent),
 	// so that the outcome and the error count every node's answer.
 	tally = round.WaitAll(context.WithoutCancel(ctx))
-	result := m.describeFailure(ctx, tally, need, until)
+	result := m.describeFailure(tally, need, until)
 	done := m.undo(ctx, k, round, owner, hold, lead0, leadReply)
 	if k.wait {
 		// The next attempt need not wait for releases to nodes that did
@@ -177,7 +177,7 @@ func (m *Mutex) undo(ctx context.Context, k *call, round *quorum.Round[node.Acqu
 
 // describeFailure turns a failed round into the error TryLock returns and
 // what the wait before the next attempt depends on.
-func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acquired], need int, until time.Time) outcome {
+func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, until time.Time) outcome {
 	result := outcome{votes: tally.Yes, minPTTL: -1}
 	replies := slices.Clone(tally.Replies)
 	refusals := make(map[string]int) // holder fingerprint → nodes it holds
@@ -214,12 +214,14 @@ func (m *Mutex) describeFailure(ctx context.Context, tally quorum.Tally[node.Acq
 	}
 	// Held: one owner has, or may have (counting the silent nodes), a
 	// quorum. Split: no owner can, so every contender backs off briefly.
+	conflicts, conflicted := v.conflicts()
 	result.held = holds > 0 && holds+silent >= need
 	result.seen = holds >= need
 	result.split = !result.held && silent == 0 && v.yes < need
 	switch {
-	case ctx.Err() != nil:
-		result.err = gaveUp(ctx, joinErrors(v.nodeErrs...))
+	case conflicted:
+		result.err = &stopError{v.with(fmt.Errorf("%w on %d of %d nodes, so no quorum can agree: remove the key or use another key prefix",
+			ErrKeyConflict, conflicts, v.n))}
 	case result.held && holds > v.n-need:
 		result.err = v.with(fmt.Errorf("%w: held by another owner on %d of %d nodes", ErrNotAcquired, holds, v.n))
 	case v.yes >= need:

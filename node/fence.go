@@ -33,9 +33,10 @@ type Fence struct {
 // clock. A node that lost its data less than keys.Guard ago answers a
 // *Quarantine: its counter may be behind.
 func (n *Node) ReadFence(ctx context.Context, keys Keys) (Fence, error) {
-	reply, err := n.run(ctx, fenceReadScript, keys.Clock, []string{keys.Fence, n.markerKey(keys)}, milliseconds(keys.Guard)).Result()
+	used := []string{keys.Fence, n.markerKey(keys)}
+	reply, err := n.run(ctx, fenceReadScript, keys.Clock, used, milliseconds(keys.Guard)).Result()
 	if err != nil {
-		return Fence{}, quarantined(err)
+		return Fence{}, conflicting(quarantined(err), used...)
 	}
 	return decodeFence(reply)
 }
@@ -58,7 +59,7 @@ func decodeFence(reply any) (Fence, error) {
 func (n *Node) RaiseFence(ctx context.Context, key string, token uint64) (uint64, error) {
 	reply, err := n.run(ctx, fenceScript, ClockCheck{}, []string{key}, strconv.FormatUint(token, 10)).Result()
 	if err != nil {
-		return 0, err
+		return 0, conflicting(err, key)
 	}
 	return decodeRaised(reply, token)
 }

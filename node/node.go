@@ -142,10 +142,11 @@ type Acquired struct {
 // Acquire takes the lock for owner's hold, or re-enters it. The call is
 // one of order's (nil: of none).
 func (n *Node) Acquire(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration) (Acquired, error) {
-	reply, err := n.calls.run(ctx, order, acquireScript, keys.Clock, []string{keys.Lock, keys.Gone, n.markerKey(keys)},
+	used := []string{keys.Lock, keys.Gone, n.markerKey(keys)}
+	reply, err := n.calls.run(ctx, order, acquireScript, keys.Clock, used,
 		owner, hold, milliseconds(ttl), milliseconds(keys.Guard)).Result()
 	if err != nil {
-		return Acquired{}, quarantined(err)
+		return Acquired{}, conflicting(quarantined(err), used...)
 	}
 	return decodeAcquired(reply)
 }
@@ -291,5 +292,5 @@ func Answered(err error) bool {
 	if clockQuarantined(err) {
 		return false
 	}
-	return err == nil || errors.Is(err, ErrBadReply) || errors.Is(err, ErrQuarantined) || isRedisError(err)
+	return err == nil || errors.Is(err, ErrBadReply) || errors.Is(err, ErrQuarantined) || errors.Is(err, ErrKeyConflict) || isRedisError(err)
 }

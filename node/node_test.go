@@ -2,6 +2,8 @@ package node_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,8 +122,9 @@ func TestWrongTypeIsAnError(t *testing.T) {
 	if err := cluster.Admin(t, 0).Set(ctx, "str", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Acquire(ctx, nil, keysOf("str"), "o", "h", time.Second); err == nil {
-		t.Fatal("acquire on a string key: no error")
+	if _, err := n.Acquire(ctx, nil, keysOf("str"), "o", "h", time.Second); !errors.Is(err, node.ErrKeyConflict) ||
+		!node.Answered(err) || !strings.Contains(err.Error(), "str") {
+		t.Fatalf("acquire on a string key: %v; want an answered ErrKeyConflict naming the key", err)
 	}
 	if _, err := release(ctx, n, keysOf("str"), "o", "h", 0); err == nil {
 		t.Fatal("release on a string key: no error")
@@ -132,8 +135,8 @@ func TestWrongTypeIsAnError(t *testing.T) {
 	if err := cluster.Admin(t, 0).HSet(ctx, "hash", "x", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Acquire(ctx, nil, keysOf("hash"), "o", "h", time.Second); err == nil {
-		t.Fatal("acquire on a hash that is not a lock: no error")
+	if _, err := n.Acquire(ctx, nil, keysOf("hash"), "o", "h", time.Second); !errors.Is(err, node.ErrKeyConflict) {
+		t.Fatalf("acquire on a hash that is not a lock: %v; want ErrKeyConflict", err)
 	}
 }
 

@@ -60,10 +60,11 @@ func (k Keys) queued() []string {
 func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration,
 	w Waiter, window time.Duration) (Acquired, error) {
 	args := append([]any{owner, hold, milliseconds(ttl)}, w.args()...)
-	reply, err := n.calls.run(ctx, order, acquireQueuedScript, keys.Clock, append(keys.queued(), n.markerKey(keys)),
+	used := append(keys.queued(), n.markerKey(keys))
+	reply, err := n.calls.run(ctx, order, acquireQueuedScript, keys.Clock, used,
 		append(args, milliseconds(window), milliseconds(keys.Guard))...).Result()
 	if err != nil {
-		return Acquired{}, quarantined(err)
+		return Acquired{}, conflicting(quarantined(err), used...)
 	}
 	return decodeAcquired(reply)
 }

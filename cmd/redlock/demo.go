@@ -94,10 +94,18 @@ func (s *session) setPhase(name string) { s.phase.Store(&name) }
 // owned reports whether the demo started the nodes and may kill them.
 func (s *session) owned() bool { return s.servers != nil }
 
-// nodesUp describes the nodes whose process is alive.
+// nodesUp describes the nodes whose process is alive; for nodes given by
+// URL (which may be killed or paused by hand, e.g. in docker-compose),
+// those that answer a PING within 200 ms.
 func (s *session) nodesUp() string {
 	if !s.owned() {
-		return fmt.Sprintf("%d given", len(s.addrs))
+		ns := s.conns[0]
+		failed := ns.ping(context.Background(), 200*time.Millisecond)
+		quorum := "quorum"
+		if len(ns.clients)-len(failed) < ns.quorum() {
+			quorum = "NO quorum"
+		}
+		return fmt.Sprintf("%d/%d answer (%s)", len(ns.clients)-len(failed), len(ns.clients), quorum)
 	}
 	up := 0
 	for _, server := range s.servers {
@@ -128,7 +136,9 @@ times (one Unlock to the next grant, p50/p99); the last line is
 
 -nodes N starts N local redis-server processes in a temp dir (redis-server
 must be on PATH). -nodes URL,... uses those nodes instead; they are not the
-demo's to kill, so the node-failure phase is skipped.
+demo's to kill, so the node-failure phase is skipped: kill, pause and
+restart them yourself while it runs (e.g. docker-compose kill redis2), and
+the progress line shows how many answer.
 
 Exit statuses: 0 every claim held, 1 one did not (or the nodes could not be
 started or reached), 2 bad usage, 130 interrupted.

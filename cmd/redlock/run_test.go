@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -197,5 +198,39 @@ func TestRun_killedRedlockKillsCMD(t *testing.T) {
 			t.Fatalf("CMD (pid %d) still runs 5 s after redlock was killed", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestRun_wrongTypeKey: a key of the lock that holds something else (the
+// lock key a string; with -fencing, the fence key a hash) ends run at
+// once with 125 and a message naming the key, not after -wait with 124.
+func TestRun_wrongTypeKey(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.Start(t, 3)
+	env := nodesEnvFor(cluster.URLs())
+	ctx := context.Background()
+	for i := range cluster.Nodes {
+		admin := cluster.Admin(t, i)
+		if err := admin.Set(ctx, "redlock:{typed}", "x", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.HSet(ctx, "redlock:{fenced}:fence", "x", "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		args []string
+		key  string
+	}{
+		{[]string{"-name", "typed"}, "redlock:{typed}"},
+		{[]string{"-name", "fenced", "-fencing"}, "redlock:{fenced}:fence"},
+	} {
+		start := time.Now()
+		args := append(append([]string{"run", "-wait", "20s"}, c.args...), "--", "true")
+		run := runCLI(t, env, args...)
+		run.expect(t, exitError, c.key, "WRONGTYPE")
+		if took := time.Since(start); took > 5*time.Second {
+			t.Errorf("%v: took %v; want an answer at once", c.args, took)
+		}
 	}
 }

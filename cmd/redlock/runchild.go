@@ -95,6 +95,10 @@ func acquire(cfg runConfig, client *redlock.Client, sigs <-chan os.Signal, stder
 	case errors.Is(err, redlock.ErrConfig):
 		fmt.Fprintf(stderr, "redlock run: %s (see redlock run -h)\n", oneLine(err))
 		return nil, exitUsage
+	case errors.Is(err, redlock.ErrKeyConflict):
+		// Waiting cannot fix it: Lock returned at once.
+		fmt.Fprintf(stderr, "redlock run: lock %q: %s\n", cfg.name, oneLine(err))
+		return nil, exitError
 	case errors.Is(err, redlock.ErrNoQuorum):
 		fmt.Fprintf(stderr, "redlock run: no quorum for lock %q: %s\n", cfg.name, describeNodes(nodeErrors(err)))
 		return nil, exitError
