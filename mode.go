@@ -38,7 +38,8 @@ func newMode(m *Mutex) (mode, *fair.Queue) {
 	q := &fair.Queue{
 		Nodes: c.nodes, Keys: m.keys.node(), Channel: m.keys.channel + ":" + c.tag, Fair: m.settings.fair,
 		TTL: m.settings.ttl, QueueTimeout: m.settings.queueTimeout, NodeTimeout: m.settings.nodeTimeout,
-		OnError: func(i int, err error) { c.nodeError(&m.settings, i, err) },
+		OnError:    func(i int, err error) { c.nodeError(&m.settings, i, err) },
+		Background: &c.background,
 	}
 	w := waiters{m: m, queue: q}
 	if q.Fair {

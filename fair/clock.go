@@ -2,6 +2,7 @@ package fair
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"time"
@@ -54,10 +55,16 @@ func (c *Clock) local() time.Time {
 	return time.Now()
 }
 
-// measure reads every node's clock at once and returns the median offset.
+// measure reads every node's clock at once and returns the median offset
+// over the first majority of nodes to answer (or over all that answered,
+// when fewer did): a paused node does not hold it up.
 func (c *Clock) measure(ctx context.Context, q *Queue) (time.Duration, bool) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var mu sync.Mutex
 	var offsets []time.Duration
+	enough := make(chan struct{})
+	majority := len(q.Nodes)/2 + 1
 	var group errgroup.Group
 	clockOnly := q.Keys
 	clockOnly.Guard = 0 // only the clock is read: a node that lost its data has one
@@ -68,7 +75,7 @@ func (c *Clock) measure(ctx context.Context, q *Queue) (time.Duration, bool) {
 			sent := c.local()
 			fence, err := n.ReadFence(ctx, clockOnly)
 			if err != nil {
-				if q.OnError != nil {
+				if q.OnError != nil && !errors.Is(err, context.Canceled) {
 					q.OnError(i, err)
 				}
 				return nil
@@ -77,14 +84,37 @@ func (c *Clock) measure(ctx context.Context, q *Queue) (time.Duration, bool) {
 			midway := sent.Add(received.Sub(sent) / 2)
 			mu.Lock()
 			offsets = append(offsets, fence.Clock.Sub(midway))
+			if len(offsets) == majority {
+				close(enough)
+			}
 			mu.Unlock()
 			return nil
 		})
 	}
-	_ = group.Wait() // failures went to OnError
+	all := make(chan struct{})
+	waitAll := func() {
+		_ = group.Wait() // failures went to OnError
+		close(all)
+	}
+	if q.Background != nil {
+		q.Background.Go(waitAll)
+	} else {
+		go waitAll()
+		defer func() { <-all }()
+	}
+	// A call still out when a majority answered may be its node's sender,
+	// which waits for the reply up to the node timeout: it is left to
+	// Background.
+	select {
+	case <-enough:
+	case <-all:
+	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(offsets) == 0 {
 		return 0, false
 	}
-	slices.Sort(offsets)
-	return offsets[len(offsets)/2], true
+	measured := slices.Clone(offsets)
+	slices.Sort(measured)
+	return measured[len(measured)/2], true
 }

@@ -16,6 +16,7 @@ package fair
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,6 +38,10 @@ type Queue struct {
 	NodeTimeout  time.Duration // bounds each call of Leave
 	// OnError is told of each failed call of Leave (may be nil).
 	OnError func(node int, err error)
+	// Background, when set, owns calls still out when a method returned
+	// without them (a clock reading a majority already answered); its
+	// owner waits for it. Nil: the method waits for them itself.
+	Background *sync.WaitGroup
 }
 
 // lifetime is how long a waiter keeps its place without calling again.

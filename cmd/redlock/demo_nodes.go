@@ -76,7 +76,7 @@ func (s *session) connect(urls []string) int {
 	s.addrs = s.conns[0].addrs
 	if !s.owned() {
 		ns := s.conns[0]
-		if failed := ns.ping(context.Background(), nodeTimeout); len(ns.clients)-len(failed) < ns.quorum() {
+		if ok, failed := ns.quorumAnswers(context.Background(), nodeTimeout); !ok {
 			fmt.Fprintf(s.stderr, "redlock demo: no quorum: %d of %d nodes reachable, %d needed: %s\n",
 				len(ns.clients)-len(failed), len(ns.clients), ns.quorum(), describeNodes(failed))
 			return exitFailure

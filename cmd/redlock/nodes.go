@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,6 +51,7 @@ func nodeURLs(flagValue string) ([]string, error) {
 type nodeSet struct {
 	clients []*redis.Client
 	addrs   []string
+	pings   sync.WaitGroup // quorumAnswers' pings still out
 }
 
 // dialNodes makes a client per URL. Nothing connects yet. The error never
@@ -81,8 +83,9 @@ func dialNodes(urls []string, timeout time.Duration) (*nodeSet, error) {
 
 func (ns *nodeSet) close() {
 	for _, client := range ns.clients {
-		_ = client.Close()
+		_ = client.Close() // also ends a ping still waiting for its answer
 	}
+	ns.pings.Wait()
 }
 
 // universal is the node list as redlock.New takes it.
@@ -96,6 +99,39 @@ func (ns *nodeSet) universal() []redis.UniversalClient {
 
 // quorum is the number of nodes that must agree: a majority.
 func (ns *nodeSet) quorum() int { return len(ns.clients)/2 + 1 }
+
+// quorumAnswers pings every node at once and reports whether a quorum
+// answered within the timeout. It returns as soon as one has, so a slow
+// or paused node delays nothing then; otherwise it waits for every ping
+// and returns the failures, one *redlock.NodeError per node.
+func (ns *nodeSet) quorumAnswers(ctx context.Context, timeout time.Duration) (bool, []*redlock.NodeError) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	type answer struct {
+		node int
+		err  error
+	}
+	answers := make(chan answer, len(ns.clients))
+	// A ping still out when a quorum answered runs on until its timeout
+	// (go-redis does not cut a read on cancellation): close waits for it.
+	defer cancel()
+	for i, client := range ns.clients {
+		ns.pings.Go(func() { answers <- answer{i, client.Ping(ctx).Err()} })
+	}
+	var failed []*redlock.NodeError
+	ok := 0
+	for range ns.clients {
+		a := <-answers
+		if a.err != nil {
+			failed = append(failed, &redlock.NodeError{Node: a.node, Addr: ns.addrs[a.node], Err: a.err})
+			continue
+		}
+		if ok++; ok >= ns.quorum() {
+			return true, nil
+		}
+	}
+	slices.SortFunc(failed, func(a, b *redlock.NodeError) int { return a.Node - b.Node })
+	return false, failed
+}
 
 // ping asks every node at once and returns the failures, one
 // *redlock.NodeError per node that did not answer within the timeout.

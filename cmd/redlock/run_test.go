@@ -234,3 +234,37 @@ func TestRun_wrongTypeKey(t *testing.T) {
 		}
 	}
 }
+
+// TestRun_pausedNodeDoesNotDelayTheStart: with one node of three paused,
+// redlock run starts CMD as soon as a quorum answers, not after the
+// paused node's timeout.
+func TestRun_pausedNodeDoesNotDelayTheStart(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.Start(t, 3)
+	env := nodesEnvFor(cluster.URLs())
+	if err := cluster.Nodes[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Nodes[2].Resume() })
+	stamp := filepath.Join(t.TempDir(), "started")
+	start := time.Now()
+	c := startCLI(t, env, "run", "-name", "paused", "--", "sh", "-c", `touch "$0"; exec sleep 2`, stamp)
+	for !fileExists(stamp) {
+		if time.Since(start) > 10*time.Second {
+			_ = c.cmd.Process.Kill()
+			c.wait()
+			t.Fatalf("CMD did not start within 10 s; stderr: %s", c.stderr.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if took := time.Since(start); took > 400*time.Millisecond {
+		t.Errorf("CMD started %v after redlock run; want well under the node timeout (500ms)", took)
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	c.wait()
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

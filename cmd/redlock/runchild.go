@@ -36,7 +36,7 @@ func holdAndRun(cfg runConfig, client *redlock.Client, ns *nodeSet, stderr io.Wr
 
 	// Without a quorum, Lock would retry until -wait ends and report a
 	// timeout; the operator needs to hear about the nodes instead.
-	if failed := ns.ping(context.Background(), nodeTimeout); len(ns.clients)-len(failed) < ns.quorum() {
+	if ok, failed := ns.quorumAnswers(context.Background(), nodeTimeout); !ok {
 		fmt.Fprintf(stderr, "redlock run: no quorum: %d of %d nodes reachable, %d needed: %s\n",
 			len(ns.clients)-len(failed), len(ns.clients), ns.quorum(), describeNodes(failed))
 		return exitError
