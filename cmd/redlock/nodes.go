@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
