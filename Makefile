@@ -6,7 +6,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test demo bench vet fmt-check integration chaos compose-demo model fuzz
+.PHONY: test demo bench vet fmt-check integration chaos compose-demo compose-clean model fuzz
 
 ## test: formatting, go vet, every test with the race detector, the
 ## examples, a short fuzz run of the reply decoders, and the model check.
@@ -68,10 +68,17 @@ chaos:
 	cd integration && $(GO) run ./cmd/chaos -duration $(DURATION) $(if $(SEED),-seed $(SEED))
 
 ## compose-demo: the demo inside Docker against docker-compose.yml's five nodes.
+## The images are kept for the next run (rebuilt only when their inputs
+## change); compose-clean removes the containers, network and both images.
 compose-demo:
+	@echo "== building the node and demo images (cached after the first run)"
 	./docker/build-image.sh
 	./docker/build-demo-image.sh
 	docker-compose --profile demo run --rm demo; s=$$?; docker-compose --profile demo down; exit $$s
+
+compose-clean:
+	docker-compose --profile demo down
+	docker image rm -f redlock-demo:local redlock-redis:local
 
 vet:
 	$(GO) vet $(PKGS)

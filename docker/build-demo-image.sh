@@ -22,6 +22,7 @@ docker version --format '{{.Server.Version}}' >/dev/null 2>&1 ||
 
 stage="$(mktemp -d "${TMPDIR:-/tmp}/redlock-demo-image.XXXXXX")"
 trap 'rm -rf "$stage"' EXIT
+say "compiling cmd/redlock statically (CGO_ENABLED=0; the first time takes a while)"
 (cd "$repo" && CGO_ENABLED=0 GOOS=linux go build -trimpath -o "$stage/redlock" ./cmd/redlock)
 cp "$here/demo/Dockerfile" "$stage/"
 
