@@ -49,16 +49,6 @@ type stopError struct{ error }
 
 func (e *stopError) Unwrap() error { return e.error }
 
-// conflicts counts the node errors saying a key of the lock holds
-// something else; stopped reports whether they put a quorum out of reach.
-func (v verdict) conflicts() (count int, stopped bool) {
-	for _, err := range v.nodeErrs {
-		if errors.Is(err, ErrKeyConflict) {
-			count++
-		}
-	}
-	return count, count > v.n-v.need
-}
 
 // NodeError is the failure of one node in a round: a network error, a
 // timeout, a reply of the wrong shape, a WRONGTYPE key.

@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/quorumlock/redlock/quorum"
@@ -32,6 +33,17 @@ func verdictOf[T any](m *Mutex, replies []quorum.Reply[T], need int) verdict {
 // outOfReach reports whether so many nodes refused that need can never
 // agree.
 func (v verdict) outOfReach() bool { return v.refused > v.n-v.need }
+
+// conflicts counts the node errors saying a key of the lock holds
+// something else; stopped reports whether they put a quorum out of reach.
+func (v verdict) conflicts() (count int, stopped bool) {
+	for _, err := range v.nodeErrs {
+		if errors.Is(err, ErrKeyConflict) {
+			count++
+		}
+	}
+	return count, count > v.n-v.need
+}
 
 // err turns the verdict into the library's error, the one place that
 // does so for acquire, release, extend and fence rounds: nil when need
