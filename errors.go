@@ -49,7 +49,6 @@ type stopError struct{ error }
 
 func (e *stopError) Unwrap() error { return e.error }
 
-
 // NodeError is the failure of one node in a round: a network error, a
 // timeout, a reply of the wrong shape, a WRONGTYPE key.
 type NodeError struct {
