@@ -122,7 +122,7 @@ func (b *batcher) sendQueued() {
 	}
 	ctx, cancel := batchContext(batch)
 	defer cancel()
-	if err, waited := b.probe(ctx, batch); err != nil {
+	if waited, err := b.probe(ctx, batch); err != nil {
 		// No answer to the probe: the calls are not sent after it (each
 		// would wait out the same silence), and fail as never sent.
 		b.health.record(false, err, waited)
@@ -199,9 +199,9 @@ var probeScript = newTimedScript(guardSource + "return timed({})")
 // a clock check and there is no earlier reading to compare its own with.
 // It costs one round trip on a Client's first call to the node. It returns
 // the error of a probe the node did not answer, and how long it waited.
-func (b *batcher) probe(ctx context.Context, batch []*pending) (error, time.Duration) {
+func (b *batcher) probe(ctx context.Context, batch []*pending) (time.Duration, error) {
 	if !b.checkClock || !slices.ContainsFunc(batch, func(p *pending) bool { return p.check.on() }) || b.clock.baseline() {
-		return nil, 0
+		return 0, nil
 	}
 	p := &pending{ctx: ctx, script: probeScript}
 	sent := time.Now()
@@ -210,9 +210,9 @@ func (b *batcher) probe(ctx context.Context, batch []*pending) (error, time.Dura
 	b.markLoaded(p.script, p.cmd.Err())
 	b.judge([]*pending{p}, sent, got)
 	if err := p.cmd.Err(); !Answered(err) {
-		return err, got.Sub(sent)
+		return got.Sub(sent), err
 	}
-	return nil, 0
+	return 0, nil
 }
 
 // judge takes the node's time out of each timed script's answer (the
@@ -234,7 +234,7 @@ func (b *batcher) judge(batch []*pending, sent, got time.Time) {
 		if !b.checkClock {
 			continue
 		}
-		if verdict := b.clock.observe(sample{sent: sent, got: got, node: at}, true, []ClockCheck{p.check})[0]; verdict != nil {
+		if verdict := b.clock.observe(sample{sent: sent, got: got, node: at}, []ClockCheck{p.check})[0]; verdict != nil {
 			p.cmd = redis.NewCmd(p.ctx)
 			p.cmd.SetErr(verdict)
 		}

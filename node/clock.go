@@ -121,9 +121,9 @@ func (c *clock) baseline() bool {
 	return !c.last.got.IsZero()
 }
 
-// observe adds reading s (ok false: the TIME of the round trip failed) and
-// returns, per check in checks, nil when the call may count, or why not.
-func (c *clock) observe(s sample, ok bool, checks []ClockCheck) []error {
+// observe adds reading s and returns, per check in checks, nil when the
+// call may count, or why not.
+func (c *clock) observe(s sample, checks []ClockCheck) []error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.found == nil {
@@ -134,57 +134,54 @@ func (c *clock) observe(s sample, ok bool, checks []ClockCheck) []error {
 			c.found[check.MaxRate] = time.Time{}
 		}
 	}
-	compared := false
-	if ok {
-		proven := 0.0
-		if !c.last.got.IsZero() && s.node.Before(c.last.node) {
-			// The node's clock stepped back: harmless for expiry (keys
-			// live longer), but readings from before the step would hide
-			// a fast rate after it. Start over from this reading.
-			c.ring, c.last = c.ring[:0], sample{}
+	if !c.last.got.IsZero() && s.node.Before(c.last.node) {
+		// The node's clock stepped back: harmless for expiry (keys live
+		// longer), but readings from before the step would hide a fast
+		// rate after it. Start over from this reading.
+		c.ring, c.last = c.ring[:0], sample{}
+	}
+	compared, proven := false, 0.0
+	compare := func(earlier sample) {
+		if earlier.got.IsZero() {
+			return
 		}
-		compare := func(earlier sample) {
-			if earlier.got.IsZero() {
-				return
-			}
-			compared = true
-			if span := s.got.Sub(earlier.sent); span > 0 {
-				proven = max(proven, float64(s.node.Sub(earlier.node)-clockResolution)/float64(span))
-			}
+		compared = true
+		if span := s.got.Sub(earlier.sent); span > 0 {
+			proven = max(proven, float64(s.node.Sub(earlier.node)-clockResolution)/float64(span))
 		}
-		for _, earlier := range c.ring {
-			compare(earlier)
+	}
+	for _, earlier := range c.ring {
+		compare(earlier)
+	}
+	compare(c.last)
+	now := s.got
+	bad := false
+	for rate := range c.found {
+		if proven > rate {
+			c.found[rate], bad = now, true
 		}
-		compare(c.last)
-		now := s.got
-		bad := false
-		for rate := range c.found {
-			if proven > rate {
-				c.found[rate], bad = now, true
-			}
+	}
+	if bad {
+		if c.lastBad.IsZero() || now.Sub(c.lastBad) > MaxClockHold {
+			c.episode, c.rate = now, 0
 		}
-		if bad {
-			if c.lastBad.IsZero() || now.Sub(c.lastBad) > MaxClockHold {
-				c.episode, c.rate = now, 0
-			}
-			c.rate, c.lastBad = max(c.rate, proven), now
+		c.rate, c.lastBad = max(c.rate, proven), now
+	}
+	c.last = s
+	if len(c.ring) == 0 || s.sent.Sub(c.ring[len(c.ring)-1].sent) >= sampleSpacing {
+		if len(c.ring) == ringSize {
+			c.ring = append(c.ring[:0], c.ring[1:]...)
 		}
-		c.last = s
-		if len(c.ring) == 0 || s.sent.Sub(c.ring[len(c.ring)-1].sent) >= sampleSpacing {
-			if len(c.ring) == ringSize {
-				c.ring = append(c.ring[:0], c.ring[1:]...)
-			}
-			c.ring = append(c.ring, s)
-		}
+		c.ring = append(c.ring, s)
 	}
 	verdicts := make([]error, len(checks))
 	for i, check := range checks {
 		switch {
 		case !check.on():
 		case !compared:
-			verdicts[i] = &ClockQuarantine{Since: s.got, Until: s.got}
+			verdicts[i] = &ClockQuarantine{Since: now, Until: now}
 		default:
-			if at := c.found[check.MaxRate]; !at.IsZero() && s.got.Sub(at) < check.Hold {
+			if at := c.found[check.MaxRate]; !at.IsZero() && now.Sub(at) < check.Hold {
 				verdicts[i] = &ClockQuarantine{Rate: c.rate, Since: c.episode, Until: at.Add(check.Hold)}
 			}
 		}

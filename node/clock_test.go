@@ -57,7 +57,7 @@ func TestClock_inBoundsNeverAccused(t *testing.T) {
 			sim := newSimulated(rate, 20*time.Millisecond, seed)
 			var c clock
 			for call := range 400 {
-				if verdict := c.observe(sim.read(), true, []ClockCheck{defaultCheck})[0]; verdict != nil && call > 0 {
+				if verdict := c.observe(sim.read(), []ClockCheck{defaultCheck})[0]; verdict != nil && call > 0 {
 					t.Fatalf("rate %v, seed %d, call %d: accused: %v", rate, seed, call, verdict)
 				}
 				sim.advance(time.Duration(sim.rng.Int64N(int64(300 * time.Millisecond))))
@@ -74,8 +74,8 @@ func TestClock_fastCaught(t *testing.T) {
 		sim := newSimulated(10, time.Millisecond, seed)
 		sim.midway = true
 		var c clock
-		c.observe(sim.read(), true, nil) // the probe
-		verdict := c.observe(sim.read(), true, []ClockCheck{defaultCheck})[0]
+		c.observe(sim.read(), nil) // the probe
+		verdict := c.observe(sim.read(), []ClockCheck{defaultCheck})[0]
 		var q *ClockQuarantine
 		if !errors.As(verdict, &q) || !errors.Is(verdict, ErrQuarantined) || q.Rate <= 1.01 || Answered(verdict) || !Unknown(verdict) {
 			t.Fatalf("seed %d: a 10x clock's first checked call: %v; want a *ClockQuarantine of unknown fate", seed, verdict)
@@ -85,7 +85,7 @@ func TestClock_fastCaught(t *testing.T) {
 	var c clock
 	caught := time.Duration(-1)
 	for elapsed := time.Duration(0); elapsed < 2*time.Second; elapsed += 50 * time.Millisecond {
-		if c.observe(sim.read(), true, []ClockCheck{defaultCheck})[0] != nil && caught < 0 {
+		if c.observe(sim.read(), []ClockCheck{defaultCheck})[0] != nil && caught < 0 {
 			caught = elapsed
 		}
 		sim.advance(50 * time.Millisecond)
@@ -101,8 +101,8 @@ func TestClock_holdAndThresholds(t *testing.T) {
 	sim := newSimulated(3, time.Millisecond, 1)
 	var c clock
 	lax := ClockCheck{MaxRate: 4, Hold: time.Second}
-	c.observe(sim.read(), true, nil)
-	verdicts := c.observe(sim.read(), true, []ClockCheck{defaultCheck, lax, {}})
+	c.observe(sim.read(), nil)
+	verdicts := c.observe(sim.read(), []ClockCheck{defaultCheck, lax, {}})
 	if verdicts[0] == nil || verdicts[1] != nil || verdicts[2] != nil {
 		t.Fatalf("3x clock: verdicts %v; want only the 1.01 check to fail", verdicts)
 	}
@@ -110,7 +110,7 @@ func TestClock_holdAndThresholds(t *testing.T) {
 	var back time.Duration
 	for elapsed := time.Duration(0); elapsed < 10*time.Second; elapsed += 100 * time.Millisecond {
 		sim.advance(100 * time.Millisecond)
-		if c.observe(sim.read(), true, []ClockCheck{defaultCheck})[0] == nil {
+		if c.observe(sim.read(), []ClockCheck{defaultCheck})[0] == nil {
 			back = elapsed
 			break
 		}
@@ -127,18 +127,18 @@ func TestClock_holdAndThresholds(t *testing.T) {
 func TestClock_stepBack(t *testing.T) {
 	sim := newSimulated(1, time.Millisecond, 3)
 	var c clock
-	c.observe(sim.read(), true, nil)
+	c.observe(sim.read(), nil)
 	sim.advance(100 * time.Millisecond)
-	if v := c.observe(sim.read(), true, []ClockCheck{defaultCheck})[0]; v != nil {
+	if v := c.observe(sim.read(), []ClockCheck{defaultCheck})[0]; v != nil {
 		t.Fatal(v)
 	}
 	sim.node = sim.node.Add(-time.Hour)
 	var q *ClockQuarantine
-	if v := c.observe(sim.read(), true, []ClockCheck{defaultCheck})[0]; !errors.As(v, &q) || q.Rate != 0 {
+	if v := c.observe(sim.read(), []ClockCheck{defaultCheck})[0]; !errors.As(v, &q) || q.Rate != 0 {
 		t.Fatalf("call after a step back: %v; want not counted, rate unknown", v)
 	}
 	sim.advance(10 * time.Millisecond)
-	if v := c.observe(sim.read(), true, []ClockCheck{defaultCheck})[0]; v != nil {
+	if v := c.observe(sim.read(), []ClockCheck{defaultCheck})[0]; v != nil {
 		t.Fatalf("the next call: %v", v)
 	}
 }
@@ -147,10 +147,10 @@ func TestClock_stepBack(t *testing.T) {
 func TestClock_jumpForward(t *testing.T) {
 	sim := newSimulated(1, time.Millisecond, 4)
 	var c clock
-	c.observe(sim.read(), true, nil)
+	c.observe(sim.read(), nil)
 	sim.node = sim.node.Add(5 * time.Second)
 	sim.advance(time.Second)
-	if v := c.observe(sim.read(), true, []ClockCheck{defaultCheck})[0]; !errors.Is(v, ErrQuarantined) {
+	if v := c.observe(sim.read(), []ClockCheck{defaultCheck})[0]; !errors.Is(v, ErrQuarantined) {
 		t.Fatalf("after a 5 s jump: %v", v)
 	}
 }
