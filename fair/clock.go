@@ -100,7 +100,10 @@ func (c *Clock) measure(ctx context.Context, q *Queue) (time.Duration, bool) {
 		q.Background.Go(waitAll)
 	} else {
 		go waitAll()
-		defer func() { <-all }()
+		defer func() {
+			cancel() // the calls still out end with their ctx, but a node's sender
+			<-all
+		}()
 	}
 	// A call still out when a majority answered may be its node's sender,
 	// which waits for the reply up to the node timeout: it is left to
