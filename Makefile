@@ -78,7 +78,9 @@ compose-demo:
 
 compose-clean:
 	docker-compose --profile demo down
-	docker image rm -f redlock-demo:local redlock-redis:local
+	@for image in redlock-demo:local redlock-redis:local; do \
+		if docker image inspect $$image >/dev/null 2>&1; then docker image rm $$image; else echo "$$image: not there"; fi; \
+	done
 
 vet:
 	$(GO) vet $(PKGS)
