@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"sync"
@@ -344,3 +345,80 @@ func unwrapAll(err error) []error {
 	}
 	return all
 }
+
+// countingRedisLog counts go-redis's own log lines that name an address.
+type countingRedisLog struct {
+	mu    sync.Mutex
+	lines map[string]int
+}
+
+func (l *countingRedisLog) Printf(_ context.Context, format string, v ...any) {
+	line := fmt.Sprintf(format, v...)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for addr := range l.lines {
+		if strings.Contains(line, addr) {
+			l.lines[addr]++
+		}
+	}
+}
+
+func (l *countingRedisLog) count(addr string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.lines[addr]
+}
+
+// Dial's clients do not flood go-redis's process-wide log: a dead node
+// costs a few "failed to dial" lines per outage, not one per call or
+// probe (go-redis logs each failed dial until the pool's size of them
+// have failed, then probes quietly). A node that comes back still votes.
+func TestDial_deadNodeLogsAFewLinesAndComesBack(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	dead := []int{1, 2}
+	logged := &countingRedisLog{lines: map[string]int{}}
+	for _, i := range dead {
+		logged.lines[cluster.Nodes[i].Addr()] = 0
+	}
+	redis.SetLogger(logged)
+	t.Cleanup(func() { redis.SetLogger(quietRedis{}) })
+	c, err := redlock.Dial(cluster.URLs(), redlock.WithNodeTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := testContext(t)
+	mustUnlock(t, mustLock(t, ctx, c.Mutex("quiet")))
+	for _, i := range dead {
+		if err := cluster.Nodes[i].Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Three seconds of a waiting Lock: each attempt asks every node,
+	// and the breaker pings each dead node four times a second.
+	waitCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	_, err = c.Mutex("quiet").Lock(waitCtx)
+	cancel()
+	if !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("Lock with 2 of 3 nodes dead: %v, want ErrNoQuorum", err)
+	}
+	for _, i := range dead {
+		addr := cluster.Nodes[i].Addr()
+		if n := logged.count(addr); n == 0 || n > 4 {
+			t.Errorf("go-redis logged %d lines about dead node %s in 3 s; want 1 to 4", n, addr)
+		}
+	}
+	for _, i := range dead {
+		if err := cluster.Nodes[i].Restart(false); err != nil {
+			t.Fatal(err)
+		}
+		if err := cluster.Admin(t, i).Set(ctx, "redlock:node", 0, 0).Err(); err != nil {
+			t.Fatal(err) // a node that never held a lock: it votes at once
+		}
+	}
+	// Node 0 alone is not a quorum: a grant needs a restarted node.
+	backCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	mustUnlock(t, mustLock(t, backCtx, c.Mutex("quiet")))
+}
+

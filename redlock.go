@@ -85,9 +85,14 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 // Lock or TryLock reports unreachable nodes as *NodeError. Only a
 // malformed URL or option is (ErrConfig).
 //
-// go-redis logs failed dials through its process-wide logger; the library
-// does not silence it for you, since that would silence every other
-// go-redis client of the process too. redis.SetLogger does, for all.
+// go-redis logs failed dials through its process-wide logger. Dial's
+// clients keep a pool of four connections per node (the Client pipelines
+// its calls; pool_size in a URL overrides it), and go-redis logs a failed
+// dial only until as many as the pool's size have failed, then
+// probes the node quietly once a second: a dead node costs at most four
+// lines per outage. The library does not silence them, since that would
+// silence every other go-redis client of the process too; redis.SetLogger
+// does, for all.
 func Dial(urls []string, opts ...Option) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrConfig)
@@ -123,6 +128,10 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 		// on another connection, and the first may still arrive after the
 		// release (see release.lua's tombstones); the lock retries itself.
 		options.MaxRetries = -1
+		if !strings.Contains(url, "pool_size=") {
+			options.PoolSize = dialPoolSize
+			options.PipelinePoolSize = -1 // pipelines share that pool
+		}
 		if timeout > 0 {
 			options.DialTimeout = timeout
 			options.ReadTimeout = timeout
@@ -319,3 +328,10 @@ func redactURLError(err error, url string) string {
 
 // roundTimeout is how long a fan-out round may take.
 func (s *settings) roundTimeout() time.Duration { return s.nodeTimeout }
+
+// dialPoolSize is the connection pool of each client Dial makes. The Client
+// pipelines its calls to a node (one pipeline in flight at a time), so a
+// few connections serve it; and go-redis logs each failed dial until as
+// many dials as the pool size have failed, then probes the node quietly
+// once a second: a small pool keeps a dead node to a few lines of log.
+const dialPoolSize = 4
