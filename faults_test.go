@@ -422,3 +422,27 @@ func TestDial_deadNodeLogsAFewLinesAndComesBack(t *testing.T) {
 	mustUnlock(t, mustLock(t, backCtx, c.Mutex("quiet")))
 }
 
+// A Client from Dial owns its connections, so Close cuts the calls still
+// out to a paused node (the straggling acquire of the last Lock, probes)
+// instead of waiting for their timeouts.
+func TestDial_closeDoesNotWaitForAPausedNode(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	c, err := redlock.Dial(cluster.URLs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	mustUnlock(t, mustLock(t, ctx, c.Mutex("paused"))) // connections and scripts ready
+	if err := cluster.Nodes[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cluster.Nodes[2].Resume() })
+	mustUnlock(t, mustLock(t, ctx, c.Mutex("paused")))
+	start := time.Now()
+	if err := c.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if took := time.Since(start); took > 250*time.Millisecond {
+		t.Errorf("Close took %v with a paused node; want well under the node timeout (%v)", took, redlock.DefaultNodeTimeout)
+	}
+}

@@ -155,8 +155,11 @@ const closeParallelism = 64
 
 // Close releases every lease the Client still holds (each bounded by the
 // node timeout, best effort: a lease that cannot be released expires at its
-// TTL), waits for all background work to stop, and closes the connections
-// Dial made. After Close every method returns ErrClosed.
+// TTL), closes the connections Dial made, and waits for all background
+// work to stop. Closing Dial's connections cuts the calls still out to a
+// silent node; calls on the caller's own clients (New) end at their
+// timeouts, and Close waits for them. After Close every method returns
+// ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -187,15 +190,21 @@ func (c *Client) Close() error {
 	_ = releases.Wait()
 	c.watchdog.close()
 	c.hub.Close()
-	c.background.Wait()
-	for _, n := range c.nodes {
-		n.Wait()
-	}
+	// Nothing needs an answer any more. The connections Dial made close
+	// now: a call still out to a silent node (the straggler of a round,
+	// its release, a probe) ends at once instead of at its timeout, so a
+	// paused node does not hold up Close. go-redis does not cut a read on
+	// cancellation, so calls on the caller's own clients (New) end at
+	// their timeouts, and Close waits for them.
 	var errs []error
 	for _, client := range c.owned {
 		if err := client.Close(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	c.background.Wait()
+	for _, n := range c.nodes {
+		n.Wait()
 	}
 	return joinErrors(errs...)
 }

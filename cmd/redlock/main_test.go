@@ -66,6 +66,11 @@ func startCLI(t *testing.T, env []string, args ...string) *cli {
 	ctx, cancel := context.WithTimeout(context.Background(), cliTimeout)
 	c := &cli{cmd: exec.CommandContext(ctx, binary, args...), cancel: cancel}
 	c.cmd.Env = append(os.Environ(), env...)
+	if _, set := os.LookupEnv("GORACE"); !set {
+		// A -race binary sleeps 1 s at exit by default (to let other
+		// goroutines report); the tests time the exit.
+		c.cmd.Env = append(c.cmd.Env, "GORACE=atexit_sleep_ms=0")
+	}
 	c.cmd.Stdout, c.cmd.Stderr = &c.stdout, &c.stderr
 	c.cmd.WaitDelay = 5 * time.Second // a grandchild holding the pipes open
 	if err := c.cmd.Start(); err != nil {

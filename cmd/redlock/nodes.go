@@ -45,9 +45,10 @@ func nodeURLs(flagValue string) ([]string, error) {
 	return urls, nil
 }
 
-// nodeSet is one go-redis client per node. The CLI makes the clients
-// itself, rather than through redlock.Dial, so that inspect can read the
-// keys and run can check reachability before it waits for the lock.
+// nodeSet is one go-redis client per node, for what the library does not
+// do: inspect reads the keys, run checks reachability before it waits for
+// the lock (its lock then uses redlock.Dial's own connections), and the
+// demo watches the nodes' health.
 type nodeSet struct {
 	clients []*redis.Client
 	addrs   []string
@@ -69,8 +70,9 @@ func dialNodes(urls []string, timeout time.Duration) (*nodeSet, error) {
 		options.ContextTimeoutEnabled = true
 		options.DialTimeout, options.ReadTimeout, options.WriteTimeout = timeout, timeout, timeout
 		if options.DialerRetries == 0 {
-			options.DialerRetries = 1 // a refused dial is final: the lock retries on its own terms
+			options.DialerRetries = 1 // a refused dial is final: the caller retries on its own terms
 		}
+		options.MaxRetries = -1 // as Dial: no second copy of a call on another connection
 		if options.MaintNotificationsConfig == nil {
 			// Probing for it only adds noise on servers without it.
 			options.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}

@@ -139,10 +139,11 @@ func runCommand(args []string, stderr io.Writer) int {
 	}
 	cfg.resolved = path
 
-	ns, err := dialNodes(cfg.urls, nodeTimeout)
+	ns, err := dialNodes(cfg.urls, nodeTimeout) // only to check reachability
 	if err != nil {
 		return fail(exitUsage, "%v", err)
 	}
+	defer ns.close()
 	opts := []redlock.Option{redlock.WithTTL(cfg.ttl), redlock.WithKeyPrefix(cfg.prefix)}
 	if cfg.fair {
 		opts = append(opts, redlock.WithFair())
@@ -150,14 +151,13 @@ func runCommand(args []string, stderr io.Writer) int {
 	if cfg.fencing {
 		opts = append(opts, redlock.WithFencing())
 	}
-	client, err := redlock.New(ns.universal(), opts...)
+	// Dial's Client owns its connections: at Close it cuts the calls
+	// still out to a paused node, so that node does not delay the exit.
+	client, err := redlock.Dial(cfg.urls, opts...)
 	if err != nil {
-		ns.close()
 		return fail(exitUsage, "%s", oneLine(err))
 	}
-	// Close releases what is still held and stops the background work
-	// before the connections go.
-	defer ns.close()
+	// Close releases what is still held and stops the background work.
 	defer func() { _ = client.Close() }()
 	return holdAndRun(cfg, client, ns, stderr)
 }

@@ -235,10 +235,11 @@ func TestRun_wrongTypeKey(t *testing.T) {
 	}
 }
 
-// TestRun_pausedNodeDoesNotDelayTheStart: with one node of three paused,
-// redlock run starts CMD as soon as a quorum answers, not after the
-// paused node's timeout.
-func TestRun_pausedNodeDoesNotDelayTheStart(t *testing.T) {
+// TestRun_pausedNodeDelaysNeitherStartNorExit: with one node of three
+// paused, redlock run starts CMD as soon as a quorum answers, and exits
+// as soon as CMD has and a quorum released the lock, not after the paused
+// node's timeout (500ms) for the calls still out to it.
+func TestRun_pausedNodeDelaysNeitherStartNorExit(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.Start(t, 3)
 	env := nodesEnvFor(cluster.URLs())
@@ -246,10 +247,11 @@ func TestRun_pausedNodeDoesNotDelayTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cluster.Nodes[2].Resume() })
-	stamp := filepath.Join(t.TempDir(), "started")
+	dir := t.TempDir()
+	started, ended := filepath.Join(dir, "started"), filepath.Join(dir, "ended")
 	start := time.Now()
-	c := startCLI(t, env, "run", "-name", "paused", "--", "sh", "-c", `touch "$0"; exec sleep 2`, stamp)
-	for !fileExists(stamp) {
+	c := startCLI(t, env, "run", "-name", "paused", "--", "sh", "-c", `touch "$0"; sleep 0.1; touch "$1"`, started, ended)
+	for !fileExists(started) {
 		if time.Since(start) > 10*time.Second {
 			_ = c.cmd.Process.Kill()
 			c.wait()
@@ -261,8 +263,18 @@ func TestRun_pausedNodeDoesNotDelayTheStart(t *testing.T) {
 	if took := time.Since(start); took > 400*time.Millisecond {
 		t.Errorf("CMD started %v after redlock run; want well under the node timeout (500ms)", took)
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	c.wait()
+	exited := time.Now()
+	c.expect(t, 0)
+	info, err := os.Stat(ended)
+	if err != nil {
+		t.Fatalf("CMD did not finish: %v; stderr: %s", err, c.stderr.String())
+	}
+	delay := exited.Sub(info.ModTime())
+	t.Logf("redlock run exited %v after CMD", delay)
+	if delay > 300*time.Millisecond {
+		t.Errorf("redlock run exited %v after CMD; want well under the node timeout (500ms)", delay)
+	}
 }
 
 func fileExists(path string) bool {

@@ -26,8 +26,8 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 // not reach a quorum leaves holds that expire at the TTL.
 const releaseTimeout = 5 * time.Second
 
-// holdAndRun checks that a quorum of nodes answers, waits for the lock,
-// runs CMD under it and releases it. Signals are caught from the start, so
+// holdAndRun checks that a quorum of nodes answers (on ns, which it then
+// closes), waits for the lock, runs CMD under it and releases it. Signals are caught from the start, so
 // that one arriving while redlock waits stops the wait cleanly.
 func holdAndRun(cfg runConfig, client *redlock.Client, ns *nodeSet, stderr io.Writer) int {
 	sigs := make(chan os.Signal, 8)
@@ -36,7 +36,9 @@ func holdAndRun(cfg runConfig, client *redlock.Client, ns *nodeSet, stderr io.Wr
 
 	// Without a quorum, Lock would retry until -wait ends and report a
 	// timeout; the operator needs to hear about the nodes instead.
-	if ok, failed := ns.quorumAnswers(context.Background(), nodeTimeout); !ok {
+	ok, failed := ns.quorumAnswers(context.Background(), nodeTimeout)
+	ns.close() // done with: this also cuts a ping still out to a paused node
+	if !ok {
 		fmt.Fprintf(stderr, "redlock run: no quorum: %d of %d nodes reachable, %d needed: %s\n",
 			len(ns.clients)-len(failed), len(ns.clients), ns.quorum(), describeNodes(failed))
 		return exitError
