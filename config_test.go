@@ -247,3 +247,15 @@ func TestConfig_queueTimeoutAtMaxTimeout(t *testing.T) {
 		t.Fatal("the waiter did not get the lock")
 	}
 }
+
+// A nil *Lease (a Lock's result used despite its error) is a clear error,
+// not a panic.
+func TestLease_nilIsAConfigError(t *testing.T) {
+	var l *redlock.Lease
+	if err := l.Unlock(context.Background()); !errors.Is(err, redlock.ErrConfig) {
+		t.Errorf("Unlock of a nil Lease: %v, want ErrConfig", err)
+	}
+	if err := l.Extend(context.Background()); !errors.Is(err, redlock.ErrConfig) {
+		t.Errorf("Extend of a nil Lease: %v, want ErrConfig", err)
+	}
+}

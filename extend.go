@@ -9,19 +9,7 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// Extend renews the lease to a full TTL on a quorum of nodes, for leases
-// without the watchdog. A node that lost the key (restarted empty) gets it
-// back when it is free there. Until moves forward only when a quorum
-// confirmed within the validity window. It returns ErrLost when the lease
-// already expired, ErrNotHeld when another owner holds the lock on too many
-// nodes, ErrNoQuorum when too few nodes answered.
-func (l *Lease) Extend(ctx context.Context) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrConfig)
-	}
-	if l.parts != nil {
-		return l.multiExtend(ctx)
-	}
+func (l *lease) Extend(ctx context.Context) error {
 	if !l.mutex.client.begin() {
 		return ErrClosed
 	}
@@ -81,7 +69,7 @@ func (l *Lease) Extend(ctx context.Context) error {
 // renewed moves the validity window after a quorum renewal of a round that
 // began at start. It reports false when the lease was lost or released
 // meanwhile, or the round outlasted its own window.
-func (l *Lease) renewed(start time.Time) bool {
+func (l *lease) renewed(start time.Time) bool {
 	s := &l.mutex.settings
 	until := validUntil(start, s.ttl, s.driftFactor)
 	now := time.Now()

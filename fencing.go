@@ -33,7 +33,7 @@ import (
 // wall clocks agree within half the TTL (each token is at most its
 // issuer's read time, as long as fewer than one grant per microsecond is
 // made, and a restart after the TTL comes at least a TTL after it).
-func (l *Lease) fence(ctx context.Context) error {
+func (l *lease) fence(ctx context.Context) error {
 	m, c := l.mutex, l.mutex.client
 	need := m.settings.quorumOf(len(c.nodes))
 	reads := quorum.Start(ctx, m.settings.roundTimeout(), len(c.nodes), need, &c.background,

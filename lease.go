@@ -13,10 +13,104 @@ import (
 	"github.com/quorumlock/redlock/reentrant"
 )
 
-// Lease is one hold of a lock. It is safe for concurrent use. Unlock it
+// Lease is one hold of a lock: of one Mutex (Mutex.Lock, TryLock) or of
+// every part of a MultiMutex. It is safe for concurrent use. Unlock it
 // exactly once; a reentrant Lock returns a Lease of its own, unlocked on its
 // own.
 type Lease struct {
+	held held // *lease (one Mutex) or *multiLease
+}
+
+// held is what a Lease holds: the two kinds share the Lease's methods and
+// nothing else.
+type held interface {
+	Context() context.Context
+	Err() error
+	Until() time.Time
+	Token() uint64
+	Owner() string
+	Unlock(ctx context.Context) error
+	Extend(ctx context.Context) error
+}
+
+// Context is done when the lease is lost (cause ErrLost: the validity
+// window ended without a quorum renewal) or released (cause ErrReleased or
+// ErrClosed); context.Cause tells which. It carries the owner, so
+// m.Lock(lease.Context()) re-enters. It keeps the values of the ctx given to
+// Lock but not its cancellation. A Multi lease's ends when any part's
+// does, with that part's cause.
+//
+// Mutual exclusion holds only while this Context is not done: code under
+// the lock must stop acting on the protected resource when it is, and
+// should pass Token to the resource where it can (see WithFencing).
+func (l *Lease) Context() context.Context { return l.held.Context() }
+
+// Done is closed when the lease is lost or released: Context().Done().
+func (l *Lease) Done() <-chan struct{} { return l.held.Context().Done() }
+
+// Err is nil while the lease is held, ErrLost once it was lost, ErrReleased
+// after Unlock, ErrClosed after the Client's Close. A Multi lease's is the
+// first part's that is not nil.
+func (l *Lease) Err() error { return l.held.Err() }
+
+// Until is the end of the validity window known now: no node that granted
+// or renewed this lease expires it earlier (given node clocks that run
+// fast, against this process's monotonic clock, by less than the drift
+// factor). It moves forward with each quorum renewal. Past it, the lease
+// is lost; Context is cancelled then, by a timer on this process's
+// monotonic clock (timer latency aside). A Multi lease's is the earliest
+// of its parts'.
+func (l *Lease) Until() time.Time { return l.held.Until() }
+
+// Token is the fencing token of this grant (with WithFencing; 0 without).
+// It is greater than the token of any lease of another owner that ended
+// (Until passed, or Unlock began) before this one was granted, as long as
+// the lock's own assumptions hold (see the README). Between overlapping
+// holds of one owner (re-entrant holds, WithOwner in two processes) tokens
+// are not ordered. A Multi lease's is its first part's (in lock order).
+// Give it to the resource the lock protects, and have the resource refuse
+// a token lower than one it saw.
+func (l *Lease) Token() uint64 { return l.held.Token() }
+
+// Owner is the owner id this lease holds the lock for.
+func (l *Lease) Owner() string { return l.held.Owner() }
+
+// Unlock releases this hold. The last hold of the owner deletes the lock
+// and wakes waiters. Renewal of this lease stops before Unlock sends
+// anything. It returns ErrReleased when the lease was already unlocked,
+// ErrNotHeld when the hold was no longer on a quorum of nodes (the lease
+// had expired; another owner's lock is left untouched), and ErrNoQuorum
+// when too few nodes answered (the holds left expire at their TTL). A
+// Multi lease unlocks every part, in reverse lock order.
+func (l *Lease) Unlock(ctx context.Context) error {
+	if l == nil || l.held == nil {
+		return fmt.Errorf("%w: Unlock of a nil Lease", ErrConfig)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	return l.held.Unlock(ctx)
+}
+
+// Extend renews the lease to a full TTL on a quorum of nodes, for leases
+// without the watchdog. A node that lost the key (restarted empty) gets it
+// back when it is free there. Until moves forward only when a quorum
+// confirmed within the validity window. It returns ErrLost when the lease
+// already expired, ErrNotHeld when another owner holds the lock on too many
+// nodes, ErrNoQuorum when too few nodes answered. A Multi lease extends
+// every part.
+func (l *Lease) Extend(ctx context.Context) error {
+	if l == nil || l.held == nil {
+		return fmt.Errorf("%w: Extend of a nil Lease", ErrConfig)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	return l.held.Extend(ctx)
+}
+
+// lease is the hold of one Mutex, behind a Lease.
+type lease struct {
 	mutex    *Mutex
 	owner    string
 	hold     string
@@ -37,11 +131,6 @@ type Lease struct {
 	// after them (see Mutex.attempt).
 	order *node.Order
 
-	// A Multi lease has parts and no mutex of its own; stops end its
-	// watch on the parts' contexts.
-	parts []*Lease
-	stops []func() bool
-
 	mu       sync.Mutex
 	until    time.Time
 	err      error       // nil while held; ErrLost, ErrReleased or ErrClosed after
@@ -57,9 +146,9 @@ type Lease struct {
 	unreached []bool
 }
 
-func newLease(parent context.Context, m *Mutex, owner, hold string, start, until time.Time) *Lease {
+func newLease(parent context.Context, m *Mutex, owner, hold string, start, until time.Time) *lease {
 	ctx, cancel := context.WithCancelCause(reentrant.WithOwner(context.WithoutCancel(parent), owner))
-	l := &Lease{
+	l := &lease{
 		mutex:     m,
 		owner:     owner,
 		hold:      hold,
@@ -80,72 +169,25 @@ func newLease(parent context.Context, m *Mutex, owner, hold string, start, until
 	return l
 }
 
-// Context is done when the lease is lost (cause ErrLost: the validity
-// window ended without a quorum renewal) or released (cause ErrReleased or
-// ErrClosed); context.Cause tells which. It carries the owner, so
-// m.Lock(lease.Context()) re-enters. It keeps the values of the ctx given to
-// Lock but not its cancellation.
-//
-// Mutual exclusion holds only while this Context is not done: code under
-// the lock must stop acting on the protected resource when it is, and
-// should pass Token to the resource where it can (see WithFencing).
-func (l *Lease) Context() context.Context { return l.ctx }
+func (l *lease) Context() context.Context { return l.ctx }
 
-// Done is closed when the lease is lost or released: Context().Done().
-func (l *Lease) Done() <-chan struct{} { return l.ctx.Done() }
-
-// Err is nil while the lease is held, ErrLost once it was lost, ErrReleased
-// after Unlock, ErrClosed after the Client's Close.
-func (l *Lease) Err() error {
-	if l.parts != nil {
-		return l.multiErr()
-	}
+func (l *lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
 }
 
-// Until is the end of the validity window known now: no node that granted
-// or renewed this lease expires it earlier (given node clocks that run
-// fast, against this process's monotonic clock, by less than the drift
-// factor). It moves forward with each quorum renewal. Past it, the lease
-// is lost; Context is cancelled then, by a timer on this process's
-// monotonic clock (timer latency aside).
-func (l *Lease) Until() time.Time {
-	if l.parts != nil {
-		return l.multiUntil()
-	}
+func (l *lease) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
 }
 
-// Token is the fencing token of this grant (with WithFencing; 0 without).
-// It is greater than the token of any lease of another owner that ended
-// (Until passed, or Unlock began) before this one was granted, as long as
-// the lock's own assumptions hold (see the README). Between overlapping
-// holds of one owner (re-entrant holds, WithOwner in two processes) tokens
-// are not ordered. A Multi lease's is its first part's (in lock order).
-// Give it to the resource the lock protects, and have the resource refuse
-// a token lower than one it saw.
-func (l *Lease) Token() uint64 { return l.token }
+func (l *lease) Token() uint64 { return l.token }
 
-// Owner is the owner id this lease holds the lock for.
-func (l *Lease) Owner() string { return l.owner }
+func (l *lease) Owner() string { return l.owner }
 
-// Unlock releases this hold. The last hold of the owner deletes the lock
-// and wakes waiters. Renewal of this lease stops before Unlock sends
-// anything. It returns ErrReleased when the lease was already unlocked,
-// ErrNotHeld when the hold was no longer on a quorum of nodes (the lease
-// had expired; another owner's lock is left untouched), and ErrNoQuorum
-// when too few nodes answered (the holds left expire at their TTL).
-func (l *Lease) Unlock(ctx context.Context) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrConfig)
-	}
-	if l.parts != nil {
-		return l.multiRelease(ctx)
-	}
+func (l *lease) Unlock(ctx context.Context) error {
 	if !l.mutex.client.begin() {
 		return ErrClosed // Close released it already
 	}
@@ -156,7 +198,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 // release ends the lease with cause and removes the hold from every node.
 // It returns once a quorum answered, or with complete, once every node
 // answered (or timed out).
-func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
+func (l *lease) release(ctx context.Context, cause error, complete bool) error {
 	l.ops.Lock()
 	defer l.ops.Unlock()
 	l.mu.Lock()
@@ -232,19 +274,19 @@ func (l *Lease) release(ctx context.Context, cause error, complete bool) error {
 	return err
 }
 
-func (l *Lease) releaseResult(tally quorum.Tally[node.Released], need int) error {
+func (l *lease) releaseResult(tally quorum.Tally[node.Released], need int) error {
 	return verdictOf(l.mutex, tally.Replies, need).err(func(v verdict) error {
 		return fmt.Errorf("%w: hold found on %d of %d nodes", ErrNotHeld, v.yes, v.n)
 	})
 }
 
-func (l *Lease) leaveGate() {
+func (l *lease) leaveGate() {
 	l.gateOnce.Do(func() { l.mutex.client.gates.leave(l.mutex.keys.lock) })
 }
 
 // settle records which nodes failed the winning round's acquire without
 // an answer, and which were never sent it.
-func (l *Lease) settle(granted quorum.Tally[node.Acquired]) {
+func (l *lease) settle(granted quorum.Tally[node.Acquired]) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, reply := range granted.Replies {
@@ -259,7 +301,7 @@ func (l *Lease) settle(granted quorum.Tally[node.Acquired]) {
 // called records the outcome of a later call of this lease to node i (a
 // renewal): one whose fate is unknown may still run there after the
 // release; one that was sent reached the node.
-func (l *Lease) called(i int, err error) {
+func (l *lease) called(i int, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.unsure[i] = l.unsure[i] || node.Unknown(err)
@@ -269,7 +311,7 @@ func (l *Lease) called(i int, err error) {
 // lateAcquire receives the answers of acquire calls that arrived after
 // Lock returned: one whose fate is unknown is released again once the
 // lease is gone.
-func (l *Lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
+func (l *lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 	if reply.Vote != quorum.Yes {
 		// Refused late: the node queued us (and may hand us the lock
 		// later); we hold the lock, so leave.
@@ -295,7 +337,7 @@ func (l *Lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 
 // expire runs when the expiry timer fires: past Until without a renewal,
 // the lease is lost.
-func (l *Lease) expire() {
+func (l *lease) expire() {
 	l.mu.Lock()
 	if remaining := time.Until(l.until); remaining > 0 && l.err == nil && !l.released {
 		l.expiry.Reset(remaining) // renewed while the timer fired
@@ -309,7 +351,7 @@ func (l *Lease) expire() {
 // lose ends a lease that is still held with cause (which matches ErrLost):
 // its Context is cancelled, renewal stops, the loss is logged and observed.
 // The holds left on the nodes expire at their TTL, or go with Unlock.
-func (l *Lease) lose(cause error) {
+func (l *lease) lose(cause error) {
 	l.mu.Lock()
 	if l.err != nil || l.released {
 		l.mu.Unlock()

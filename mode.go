@@ -30,7 +30,7 @@ type mode interface {
 	// TryLock may have queued it.
 	dequeue(ctx context.Context, nodes []int, owner string)
 	// finish ends call k with lease (nil when it failed).
-	finish(ctx context.Context, k *call, lease *Lease)
+	finish(ctx context.Context, k *call, lease *lease)
 }
 
 func newMode(m *Mutex) (mode, *fair.Queue) {
@@ -72,7 +72,7 @@ func (w waiters) undo(ctx context.Context, i int, k *call, hold string) error {
 
 // leaveQueue: the waiter leaves the queue on every node that may still
 // hold its place (or a lock handed to it that the lease does not count).
-func (w waiters) leaveQueue(ctx context.Context, k *call, lease *Lease) {
+func (w waiters) leaveQueue(ctx context.Context, k *call, lease *lease) {
 	var queued []int
 	for i := range w.m.client.nodes {
 		// A node that granted took us off its queue. One still to answer
@@ -138,7 +138,7 @@ func (p plainMode) pace(delay time.Duration, last outcome) (time.Duration, bool)
 func (plainMode) dequeue(context.Context, []int, string) {} // a plain TryLock never queues
 
 // finish: a lease takes over the gate entry, and leaves it when it ends.
-func (p plainMode) finish(ctx context.Context, k *call, lease *Lease) {
+func (p plainMode) finish(ctx context.Context, k *call, lease *lease) {
 	if k.wait {
 		p.leaveQueue(ctx, k, lease)
 	}
@@ -185,4 +185,4 @@ func (f fairMode) dequeue(ctx context.Context, nodes []int, owner string) {
 	f.queue.Leave(ctx, nodes, owner)
 }
 
-func (f fairMode) finish(ctx context.Context, k *call, lease *Lease) { f.leaveQueue(ctx, k, lease) }
+func (f fairMode) finish(ctx context.Context, k *call, lease *lease) { f.leaveQueue(ctx, k, lease) }

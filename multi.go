@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/reentrant"
@@ -94,7 +95,7 @@ func (mm *MultiMutex) acquire(ctx context.Context, take func(*Mutex, context.Con
 	for {
 		parts, err := mm.takeAll(ctx, take)
 		if err == nil {
-			return newMultiLease(ctx, owner, parts), nil
+			return &Lease{held: newMultiLease(ctx, owner, parts)}, nil
 		}
 		if !again || !errors.Is(err, errPartRanOut) {
 			return nil, err
@@ -113,20 +114,20 @@ var errPartRanOut = errors.New("validity ran out")
 // every part taken so far is still valid: waiting for the next part is
 // pointless once an earlier one ran out, and a lease returned must be
 // valid now. On failure it releases every part it took.
-func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) ([]*Lease, error) {
-	parts := make([]*Lease, 0, len(mm.parts))
+func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) ([]*lease, error) {
+	parts := make([]*lease, 0, len(mm.parts))
 	releaseAll := func() {
 		for _, taken := range slices.Backward(parts) {
 			_ = taken.release(context.WithoutCancel(ctx), ErrReleased, true)
 		}
 	}
 	for _, m := range mm.parts {
-		lease, err := take(m, ctx)
+		taken, err := take(m, ctx)
 		if err != nil {
 			releaseAll()
 			return nil, fmt.Errorf("redlock: Multi: %s: %w", m.name, err)
 		}
-		parts = append(parts, lease)
+		parts = append(parts, taken.held.(*lease)) // a Mutex's Lease holds a *lease
 		if err := ranOut(parts, m.name); err != nil {
 			releaseAll()
 			return nil, err
@@ -137,7 +138,7 @@ func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Con
 
 // ranOut reports the first of parts that is no longer valid now that the
 // part last was taken.
-func ranOut(parts []*Lease, last string) error {
+func ranOut(parts []*lease, last string) error {
 	now := time.Now()
 	for _, part := range parts {
 		if until := part.Until(); !now.Before(until) {
@@ -152,23 +153,41 @@ func ranOut(parts []*Lease, last string) error {
 	return nil
 }
 
+// multiLease is the hold of every part of a MultiMutex, behind a Lease.
+type multiLease struct {
+	owner  string
+	parts  []*lease // in lock order
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stops  []func() bool // end the watch on the parts' contexts
+
+	mu       sync.Mutex
+	released bool
+}
+
 // newMultiLease joins parts into one lease whose Context ends when any
 // part's does (with that part's cause).
-func newMultiLease(parent context.Context, owner string, parts []*Lease) *Lease {
+func newMultiLease(parent context.Context, owner string, parts []*lease) *multiLease {
 	ctx, cancel := context.WithCancelCause(reentrant.WithOwner(context.WithoutCancel(parent), owner))
-	l := &Lease{owner: owner, ctx: ctx, cancel: cancel, parts: parts, token: parts[0].token}
+	l := &multiLease{owner: owner, parts: parts, ctx: ctx, cancel: cancel}
 	for _, part := range parts {
 		l.stops = append(l.stops, context.AfterFunc(part.ctx, func() { cancel(context.Cause(part.ctx)) }))
 	}
 	return l
 }
 
-func (l *Lease) multiErr() error {
+func (l *multiLease) Context() context.Context { return l.ctx }
+
+func (l *multiLease) Token() uint64 { return l.parts[0].token }
+
+func (l *multiLease) Owner() string { return l.owner }
+
+func (l *multiLease) Err() error {
 	l.mu.Lock()
-	err := l.err
+	released := l.released
 	l.mu.Unlock()
-	if err != nil {
-		return err
+	if released {
+		return ErrReleased
 	}
 	for _, part := range l.parts {
 		if err := part.Err(); err != nil {
@@ -178,7 +197,7 @@ func (l *Lease) multiErr() error {
 	return nil
 }
 
-func (l *Lease) multiUntil() time.Time {
+func (l *multiLease) Until() time.Time {
 	until := l.parts[0].Until()
 	for _, part := range l.parts[1:] {
 		if u := part.Until(); u.Before(until) {
@@ -188,15 +207,14 @@ func (l *Lease) multiUntil() time.Time {
 	return until
 }
 
-// multiRelease unlocks every part, in reverse lock order.
-func (l *Lease) multiRelease(ctx context.Context) error {
+// Unlock unlocks every part, in reverse lock order.
+func (l *multiLease) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
 		return ErrReleased
 	}
 	l.released = true
-	l.err = ErrReleased
 	l.mu.Unlock()
 	for _, stop := range l.stops {
 		stop()
@@ -211,8 +229,8 @@ func (l *Lease) multiRelease(ctx context.Context) error {
 	return joinErrors(errs...)
 }
 
-func (l *Lease) multiExtend(ctx context.Context) error {
-	if err := l.multiErr(); err != nil {
+func (l *multiLease) Extend(ctx context.Context) error {
+	if err := l.Err(); err != nil {
 		return err
 	}
 	var errs []error

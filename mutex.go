@@ -41,14 +41,22 @@ func (m *Mutex) Name() string { return m.name }
 // not answer is retried in the background, and until it lands (or the
 // hold's TTL ends) the hold stays on that node.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
-	return m.acquire(ctx, true)
+	return leaseOf(m.acquire(ctx, true))
 }
 
 // TryLock makes one attempt. When another owner holds the lock the error
 // matches ErrNotAcquired; when too few nodes answered it matches
 // ErrNoQuorum and carries each failing node's *NodeError.
 func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
-	return m.acquire(ctx, false)
+	return leaseOf(m.acquire(ctx, false))
+}
+
+// leaseOf puts a Mutex's hold behind a Lease.
+func leaseOf(l *lease, err error) (*Lease, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{held: l}, nil
 }
 
 // gaveUp is the error of a Lock whose ctx ended: it matches ErrNotAcquired,
@@ -90,7 +98,7 @@ func (k *call) undoing(done <-chan struct{}) {
 	k.undos = append(k.undos, done)
 }
 
-func (m *Mutex) acquire(ctx context.Context, wait bool) (*Lease, error) {
+func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
@@ -192,7 +200,7 @@ func (k *call) watch(ctx context.Context) {
 }
 
 // finish ends the call with lease (nil when it failed).
-func (k *call) finish(ctx context.Context, lease *Lease) {
+func (k *call) finish(ctx context.Context, lease *lease) {
 	if lease == nil {
 		// Giving up: nothing of this call may stay locked when it returns.
 		// A granted call leaves the undos to finish on their own (each
@@ -207,7 +215,7 @@ func (k *call) finish(ctx context.Context, lease *Lease) {
 	k.m.mode.finish(ctx, k, lease)
 }
 
-func (m *Mutex) observeAcquired(lease *Lease, wait time.Duration, votes int) {
+func (m *Mutex) observeAcquired(lease *lease, wait time.Duration, votes int) {
 	if hook := m.settings.observer.Acquired; hook != nil {
 		hook(AcquiredEvent{Name: m.name, Owner: lease.owner, Wait: wait, Votes: votes})
 	}

@@ -44,7 +44,7 @@ type Client struct {
 
 	mu     sync.Mutex
 	closed bool
-	leases map[*Lease]struct{}
+	leases map[*lease]struct{}
 }
 
 // New returns a Client over nodes: one client per independent Redis node
@@ -62,7 +62,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	if err := defaults.validate(len(nodes)); err != nil {
 		return nil, err
 	}
-	c := &Client{defaults: defaults, leases: make(map[*Lease]struct{}), done: make(chan struct{}), tag: reentrant.NewID()}
+	c := &Client{defaults: defaults, leases: make(map[*lease]struct{}), done: make(chan struct{}), tag: reentrant.NewID()}
 	c.longest.Store(int64(defaults.ttl))
 	for i, client := range nodes {
 		if isNil(client) {
@@ -173,7 +173,7 @@ func (c *Client) Close() error {
 	// the node timeout); only then is the set of leases final.
 	c.calls.Wait()
 	c.mu.Lock()
-	leases := make([]*Lease, 0, len(c.leases))
+	leases := make([]*lease, 0, len(c.leases))
 	for lease := range c.leases {
 		leases = append(leases, lease)
 	}
@@ -235,7 +235,7 @@ func (c *Client) nodeAddrs() string {
 }
 
 // track registers a lease so Close can release it; it fails once closed.
-func (c *Client) track(lease *Lease) error {
+func (c *Client) track(lease *lease) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -245,7 +245,7 @@ func (c *Client) track(lease *Lease) error {
 	return nil
 }
 
-func (c *Client) untrack(lease *Lease) {
+func (c *Client) untrack(lease *lease) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.leases, lease)

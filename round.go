@@ -26,7 +26,7 @@ type outcome struct {
 // returns a lease when a quorum granted within the validity window.
 // Otherwise it undoes every grant (and every call whose fate is unknown)
 // before it returns, so a failed attempt leaves nothing locked.
-func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*Lease, outcome) {
+func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, outcome) {
 	c, s := m.client, &m.settings
 	owner, hold := k.owner, reentrant.NewID()
 	need := s.quorumOf(len(c.nodes))

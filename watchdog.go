@@ -34,7 +34,7 @@ type watchdog struct {
 	work       sync.WaitGroup // the scheduler and its batch rounds
 
 	mu      sync.Mutex
-	due     map[*Lease]time.Time // next renewal; zero while a round is in flight
+	due     map[*lease]time.Time // next renewal; zero while a round is in flight
 	started bool
 	closed  bool
 }
@@ -47,7 +47,7 @@ func newWatchdog(c *Client) *watchdog {
 		kick:       make(chan struct{}, 1),
 		ctx:        ctx,
 		cancel:     cancel,
-		due:        make(map[*Lease]time.Time),
+		due:        make(map[*lease]time.Time),
 	}
 	for _, n := range c.nodes {
 		if _, plain := n.Client().(*redis.Client); !plain {
@@ -60,7 +60,7 @@ func newWatchdog(c *Client) *watchdog {
 }
 
 // add schedules l's first renewal a third of its TTL after it was granted.
-func (w *watchdog) add(l *Lease) {
+func (w *watchdog) add(l *lease) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -80,7 +80,7 @@ func (w *watchdog) add(l *Lease) {
 
 // remove stops renewing l. A round already in flight for l finishes first:
 // the caller holds l.ops, which the round holds while it runs.
-func (w *watchdog) remove(l *Lease) {
+func (w *watchdog) remove(l *lease) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.due, l)
@@ -117,10 +117,10 @@ func (w *watchdog) run() {
 // TTL (renewing a little early lets more leases share a call), marks them
 // in flight and cuts them into batches. It returns how long to sleep until
 // the next lease is due.
-func (w *watchdog) collect(now time.Time) ([][]*Lease, time.Duration) {
+func (w *watchdog) collect(now time.Time) ([][]*lease, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var due []*Lease
+	var due []*lease
 	sleep := time.Hour
 	for l, at := range w.due {
 		if at.IsZero() {
@@ -133,7 +133,7 @@ func (w *watchdog) collect(now time.Time) ([][]*Lease, time.Duration) {
 		}
 		sleep = min(sleep, at.Sub(now))
 	}
-	var batches [][]*Lease
+	var batches [][]*lease
 	for len(due) > 0 {
 		size := min(len(due), w.batchLimit)
 		batches = append(batches, due[:size])
@@ -144,7 +144,7 @@ func (w *watchdog) collect(now time.Time) ([][]*Lease, time.Duration) {
 
 // reschedule sets l's next renewal, unless it was removed meanwhile, and
 // wakes the scheduler, which may be asleep with every lease in flight.
-func (w *watchdog) reschedule(l *Lease, at time.Time) {
+func (w *watchdog) reschedule(l *lease, at time.Time) {
 	w.mu.Lock()
 	if _, ok := w.due[l]; ok {
 		w.due[l] = at
@@ -157,9 +157,9 @@ func (w *watchdog) reschedule(l *Lease, at time.Time) {
 }
 
 // renew runs one renewal round for a batch of leases: one call per node.
-func (w *watchdog) renew(batch []*Lease) {
+func (w *watchdog) renew(batch []*lease) {
 	c := w.client
-	leases := make([]*Lease, 0, len(batch))
+	leases := make([]*lease, 0, len(batch))
 	for _, l := range batch {
 		if !l.ops.TryLock() {
 			// Unlock or Extend is running on it: look again shortly.
@@ -213,7 +213,7 @@ func (w *watchdog) renew(batch []*Lease) {
 
 // settle applies a round's tally to the leases not decided yet; final
 // decides them all.
-func (w *watchdog) settle(leases []*Lease, decided []bool, tally quorum.Tally[[]node.Renewed], start time.Time, final bool) {
+func (w *watchdog) settle(leases []*lease, decided []bool, tally quorum.Tally[[]node.Renewed], start time.Time, final bool) {
 	c := w.client
 	n := len(c.nodes)
 	for i, l := range leases {
