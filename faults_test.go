@@ -349,13 +349,15 @@ func unwrapAll(err error) []error {
 // countingRedisLog counts go-redis's own log lines that name an address.
 type countingRedisLog struct {
 	mu    sync.Mutex
-	lines map[string]int
+	lines map[string]int // by address
+	all   []string
 }
 
 func (l *countingRedisLog) Printf(_ context.Context, format string, v ...any) {
 	line := fmt.Sprintf(format, v...)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.all = append(l.all, line)
 	for addr := range l.lines {
 		if strings.Contains(line, addr) {
 			l.lines[addr]++
@@ -444,5 +446,31 @@ func TestDial_closeDoesNotWaitForAPausedNode(t *testing.T) {
 	}
 	if took := time.Since(start); took > 250*time.Millisecond {
 		t.Errorf("Close took %v with a paused node; want well under the node timeout (%v)", took, redlock.DefaultNodeTimeout)
+	}
+}
+
+// Close right after Unlock (as redlock run does) finds releases still out
+// to the slower nodes; it lets them finish rather than cut them, which
+// go-redis would log, one line per connection.
+func TestDial_closeAfterUnlockLogsNothing(t *testing.T) {
+	cluster := redistest.Start(t, 5)
+	logged := &countingRedisLog{lines: map[string]int{}}
+	redis.SetLogger(logged)
+	t.Cleanup(func() { redis.SetLogger(quietRedis{}) })
+	ctx := testContext(t)
+	for range 30 {
+		c, err := redlock.Dial(cluster.URLs())
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustUnlock(t, mustLock(t, ctx, c.Mutex("closing")))
+		if err := c.Close(); err != nil {
+			t.Fatalf("Close: %v", err)
+		}
+	}
+	logged.mu.Lock()
+	defer logged.mu.Unlock()
+	if len(logged.all) > 0 {
+		t.Errorf("go-redis logged %d lines, first: %s", len(logged.all), logged.all[0])
 	}
 }

@@ -156,10 +156,10 @@ const closeParallelism = 64
 // Close releases every lease the Client still holds (each bounded by the
 // node timeout, best effort: a lease that cannot be released expires at its
 // TTL), closes the connections Dial made, and waits for all background
-// work to stop. Closing Dial's connections cuts the calls still out to a
-// silent node; calls on the caller's own clients (New) end at their
-// timeouts, and Close waits for them. After Close every method returns
-// ErrClosed.
+// work to stop. Calls still out get 100 ms (at most the node timeout) to
+// finish; then closing Dial's connections cuts those to a silent node.
+// Calls on the caller's own clients (New) end at their timeouts, and Close
+// waits for them. After Close every method returns ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -190,24 +190,44 @@ func (c *Client) Close() error {
 	_ = releases.Wait()
 	c.watchdog.close()
 	c.hub.Close()
-	// Nothing needs an answer any more. The connections Dial made close
-	// now: a call still out to a silent node (the straggler of a round,
-	// its release, a probe) ends at once instead of at its timeout, so a
-	// paused node does not hold up Close. go-redis does not cut a read on
-	// cancellation, so calls on the caller's own clients (New) end at
-	// their timeouts, and Close waits for them.
+	idle := make(chan struct{})
+	go func() {
+		defer close(idle)
+		c.background.Wait()
+		for _, n := range c.nodes {
+			n.Wait()
+		}
+	}()
+	// Nothing needs an answer any more. Calls still out to nodes that
+	// answer end within a round trip. Past closeGrace, the connections
+	// Dial made close: a call still out to a silent node (the straggler
+	// of a round, its release, a probe) then ends at once instead of at
+	// its timeout, so a paused node does not hold up Close. (go-redis
+	// logs a line for each connection closed under a call, hence the
+	// grace.) go-redis does not cut a read on cancellation, so calls on
+	// the caller's own clients (New) end at their timeouts, and Close
+	// waits for them.
 	var errs []error
-	for _, client := range c.owned {
-		if err := client.Close(); err != nil {
-			errs = append(errs, err)
+	if len(c.owned) > 0 {
+		grace := time.NewTimer(min(closeGrace, c.defaults.nodeTimeout))
+		select {
+		case <-idle:
+		case <-grace.C:
+		}
+		grace.Stop()
+		for _, client := range c.owned {
+			if err := client.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
-	c.background.Wait()
-	for _, n := range c.nodes {
-		n.Wait()
-	}
+	<-idle
 	return joinErrors(errs...)
 }
+
+// closeGrace is how long Close lets calls still out finish before it cuts
+// those on Dial's connections: a round trip, even across datacenters.
+const closeGrace = 100 * time.Millisecond
 
 // Mutex returns the lock called name. It is cheap and safe for concurrent
 // use; options override the Client's defaults for this mutex. Invalid input
