@@ -9,6 +9,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/redisproc"
+	"github.com/quorumlock/redlock/node"
 )
 
 // exampleNodes starts three local redis-server processes for an example
@@ -131,4 +132,25 @@ func ExampleLease_Extend() {
 	_ = lease.Unlock(context.Background())
 	// Output:
 	// extended: true true
+}
+
+func ExampleClient_Inspect() {
+	urls, stop := exampleNodes()
+	defer stop()
+	client, _ := redlock.Dial(urls)
+	defer client.Close()
+
+	ctx := context.Background()
+	lease, _ := client.Mutex("nightly-backup").Lock(ctx)
+	info, _ := client.Inspect(ctx, "nightly-backup")
+	fmt.Println("held:", info.Held, "by me:", info.Owner == node.Fingerprint(lease.Owner()), "holds:", info.Holds)
+
+	// An operator takes it from a stuck holder; the holder's lease ends
+	// at its next renewal.
+	_ = client.ForceUnlock(ctx, "nightly-backup")
+	info, _ = client.Inspect(ctx, "nightly-backup")
+	fmt.Println("held after ForceUnlock:", info.Held)
+	// Output:
+	// held: true by me: true holds: 1
+	// held after ForceUnlock: false
 }

@@ -62,6 +62,16 @@ func (l *lease) Extend(ctx context.Context) error {
 		return v.with(context.Cause(ctx))
 	}
 	return v.err(func(v verdict) error {
+		released := 0
+		for _, reply := range tally.Replies {
+			if reply.Vote == quorum.No && reply.Value == node.Revoked {
+				released++
+			}
+		}
+		if released > 0 {
+			return fmt.Errorf("%w: its holds were removed on %d of %d nodes (ForceUnlock)%s",
+				ErrNotHeld, released, v.n, alsoTaken(v.refused-released))
+		}
 		return fmt.Errorf("%w: another owner holds it on %d of %d nodes", ErrNotHeld, v.refused, v.n)
 	})
 }
@@ -86,4 +96,13 @@ func (l *lease) renewed(start time.Time) bool {
 		hook(RenewedEvent{Name: l.mutex.name, Until: l.until})
 	}
 	return true
+}
+
+// alsoTaken is the tail of a refusal's message that counts the nodes where
+// another owner holds the lock, when there are any.
+func alsoTaken(nodes int) string {
+	if nodes == 0 {
+		return ""
+	}
+	return fmt.Sprintf(", and another owner holds it on %d", nodes)
 }

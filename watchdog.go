@@ -222,7 +222,7 @@ func (w *watchdog) settle(leases []*lease, decided []bool, tally quorum.Tally[[]
 		}
 		s := &l.mutex.settings
 		need := s.quorumOf(n)
-		refreshed, taken := 0, 0
+		refreshed, taken, released := 0, 0, 0
 		var nodeErrs []error
 		for index, reply := range tally.Replies {
 			switch {
@@ -230,6 +230,8 @@ func (w *watchdog) settle(leases []*lease, decided []bool, tally quorum.Tally[[]
 				refreshed++
 			case reply.Vote == quorum.Yes && reply.Value[i] == node.Taken:
 				taken++
+			case reply.Vote == quorum.Yes && reply.Value[i] == node.Revoked:
+				released++
 			case reply.Vote == quorum.Failed && final:
 				nodeErrs = append(nodeErrs, c.nodeError(s, index, reply.Err))
 			}
@@ -238,11 +240,17 @@ func (w *watchdog) settle(leases []*lease, decided []bool, tally quorum.Tally[[]
 		case refreshed >= need && l.renewed(start):
 			decided[i] = true
 			w.reschedule(l, start.Add(s.ttl/3))
-		case taken > n-need:
-			// Another owner holds it on enough nodes that this lease can
-			// never be renewed: it is lost now, not at Until.
+		case taken+released > n-need:
+			// Another owner holds it, or its holds were removed (a
+			// ForceUnlock), on enough nodes that this lease can never be
+			// renewed: it is lost now, not at Until.
 			decided[i] = true
-			l.lose(fmt.Errorf("%w: another owner holds it on %d of %d nodes", ErrLost, taken, n))
+			if released > 0 {
+				l.lose(fmt.Errorf("%w: its holds were removed on %d of %d nodes (ForceUnlock)%s",
+					ErrLost, released, n, alsoTaken(taken)))
+			} else {
+				l.lose(fmt.Errorf("%w: another owner holds it on %d of %d nodes", ErrLost, taken, n))
+			}
 		case final:
 			decided[i] = true
 			if len(nodeErrs) > 0 {

@@ -54,12 +54,12 @@ func (q *Queue) lifetime() time.Duration {
 	return q.TTL + q.QueueTimeout
 }
 
-// window is how long a lock handed to a waiter stays its own unclaimed:
+// Window is how long a lock handed to a waiter stays its own unclaimed:
 // the notice's flight and the waiter's claim take a round trip or two, so
 // one node timeout; a waiter that died or cannot reach the node is passed
 // over after it (the lock is then free, and the waiter that was handed it
 // takes it again if no one else did).
-func (q *Queue) window() time.Duration { return min(q.NodeTimeout, q.TTL) }
+func (q *Queue) Window() time.Duration { return min(q.NodeTimeout, q.TTL) }
 
 func (q *Queue) waiter(ticket int64) node.Waiter {
 	return node.Waiter{Ticket: ticket, Lifetime: q.lifetime(), Channel: q.Channel, Fair: q.Fair}
@@ -70,20 +70,20 @@ func (q *Queue) waiter(ticket int64) node.Waiter {
 // queues owner with ticket (or refreshes its heartbeat). The call is one
 // of order's.
 func (q *Queue) Acquire(ctx context.Context, order *node.Order, i int, owner, hold string, ticket int64) (node.Acquired, error) {
-	return q.Nodes[i].AcquireQueued(ctx, order, q.Keys, owner, hold, q.TTL, q.waiter(ticket), q.window())
+	return q.Nodes[i].AcquireQueued(ctx, order, q.Keys, owner, hold, q.TTL, q.waiter(ticket), q.Window())
 }
 
 // Release drops hold on node i; when it was the last, the lock goes to the
 // first waiter, whose fingerprint is returned.
 func (q *Queue) Release(ctx context.Context, i int, owner, hold string, tombstone time.Duration) (node.Released, string, error) {
-	return q.Nodes[i].Release(ctx, q.Keys, owner, hold, tombstone, q.window())
+	return q.Nodes[i].Release(ctx, q.Keys, owner, hold, tombstone, q.Window())
 }
 
 // Undo drops hold on node i, which granted it in an attempt that failed,
 // and puts owner back in the queue with ticket: the waiter tries again,
 // and every node must still name the same first waiter.
 func (q *Queue) Undo(ctx context.Context, i int, owner, hold string, ticket int64) (node.Released, string, error) {
-	return q.Nodes[i].ReleaseKeepingPlace(ctx, q.Keys, owner, hold, q.waiter(ticket), q.window())
+	return q.Nodes[i].ReleaseKeepingPlace(ctx, q.Keys, owner, hold, q.waiter(ticket), q.Window())
 }
 
 // Leave takes owner off the queue of the given nodes (and passes on a
@@ -96,7 +96,7 @@ func (q *Queue) Leave(ctx context.Context, nodes []int, owner string) {
 		group.Go(func() error {
 			ctx, cancel := context.WithTimeout(ctx, q.NodeTimeout)
 			defer cancel()
-			if err := q.Nodes[i].Leave(ctx, q.Keys, owner, notice, q.window()); err != nil && q.OnError != nil {
+			if err := q.Nodes[i].Leave(ctx, q.Keys, owner, notice, q.Window()); err != nil && q.OnError != nil {
 				q.OnError(i, err)
 			}
 			return nil

@@ -62,6 +62,16 @@ func FuzzDecoders(f *testing.F) {
 				t.Fatalf("decodeRaised(%#v, %d) = %d, below the token", reply, token, value)
 			}
 		}
+		view, err := decodeView(reply)
+		check("decodeView", err)
+		if err == nil && view.Holder == "" && (view.Holds != 0 || view.Handed) {
+			t.Fatalf("decodeView(%#v) = %+v: holds without a holder", reply, view)
+		}
+		forced, err := decodeForced(reply)
+		check("decodeForced", err)
+		if err == nil && forced.Removed < 0 {
+			t.Fatalf("decodeForced(%#v) removed %d holds", reply, forced.Removed)
+		}
 	})
 }
 
@@ -82,6 +92,10 @@ var realReplies = []any{
 	[]any{"1795317275", "550414"},
 	[]any{"1795317275550415", "1795317275", "999999"},
 	"1795317275550415", "7",
+	[]any{"3f2a9c0d1e4b5a67", int64(2), int64(0), int64(29875), int64(3), "1795317275550415"},
+	[]any{"", int64(0), int64(0), int64(-2), int64(0), "0"},
+	[]any{int64(1), "3f2a9c0d1e4b5a67", "1795317275550415"},
+	[]any{int64(0), "", "0"},
 	nil, []any{}, "",
 }
 
@@ -120,7 +134,7 @@ func decodeFuzz(data []byte, depth int) (any, []byte) {
 		if len(data) == 0 || depth > 3 {
 			return []any{}, nil
 		}
-		n := int(data[0] % 6)
+		n := int(data[0] % 8) // up to 7 items: the longest reply has 6
 		data = data[1:]
 		items := make([]any, 0, n)
 		for range n {

@@ -212,7 +212,8 @@ type Renewed int
 // Replies of renew.lua, per item.
 const (
 	NotALock  Renewed = -2 // the key is a hash that is not a lock
-	Taken     Renewed = 0  // another owner holds the lock here, or the hold was released
+	Revoked   Renewed = -1 // the hold was released here (a ForceUnlock, or a release of a late copy)
+	Taken     Renewed = 0  // another owner holds the lock here
 	Refreshed Renewed = 1  // renewed, or re-created on a node that lost it
 )
 
@@ -249,7 +250,7 @@ func decodeRenewed(reply any, items int) ([]Renewed, error) {
 	}
 	results := make([]Renewed, len(ints))
 	for i, code := range ints {
-		if code < int64(NotALock) || code > int64(Refreshed) || code == -1 {
+		if code < int64(NotALock) || code > int64(Refreshed) {
 			return nil, fmt.Errorf("%w to renew: %v", ErrBadReply, reply)
 		}
 		results[i] = Renewed(code)

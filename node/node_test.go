@@ -199,7 +199,7 @@ func TestRelease_tombstoneRefusesALateAcquireAndRenewal(t *testing.T) {
 		t.Fatalf("late acquire of a released hold = %+v, %v; want revoked", got, err)
 	}
 	renewed, err := n.Renew(ctx, []node.Renewal{{Keys: keys, Owner: "o", Hold: "h2", TTL: time.Second}})
-	if err != nil || renewed[0] != node.Taken {
+	if err != nil || renewed[0] != node.Revoked {
 		t.Fatalf("late renewal of a released hold = %v, %v; want refused", renewed, err)
 	}
 	if exists, _ := cluster.Admin(t, 0).Exists(ctx, keys.Lock).Result(); exists != 0 {

@@ -14,7 +14,8 @@
 -- Reply (then the node's seconds and microseconds: timed in guard.lua):
 -- one integer per item:
 --         1  renewed (or re-created)
---         0  another owner holds the lock here, or the hold was released
+--         0  another owner holds the lock here
+--        -1  the hold was released here (see release.lua, force.lua)
 --        -2  the key is a hash that is not a lock
 -- Errors: WRONGTYPE when a key is not a hash (the whole batch fails);
 --         QUARANTINED (see guard.lua): the holds are renewed or re-created
@@ -29,9 +30,9 @@ for i = 1, (#KEYS - 1) / 2 do
   local holder, held = fields[1], fields[2]
   if holder == false and redis.call('EXISTS', key) == 1 then
     replies[i] = -2
-  elseif holder ~= false and holder ~= owner then
-    replies[i] = 0
   elseif held == false and redis.call('ZSCORE', gone, hold) then
+    replies[i] = -1
+  elseif holder ~= false and holder ~= owner then
     replies[i] = 0
   else
     if held == false and redis.call('HEXISTS', key, 'handed') == 1 then

@@ -1,0 +1,208 @@
+package redlock
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/reentrant"
+	"golang.org/x/sync/errgroup"
+)
+
+// LockInfo is a lock as the nodes see it (Client.Inspect).
+type LockInfo struct {
+	Name string
+	// Held: one owner holds it on a quorum of the nodes (counted among
+	// those that answered). Holds, Owner and PTTL are that owner's.
+	Held  bool
+	Holds int           // that owner's hold count (the least over that quorum)
+	Owner string        // that owner's fingerprint (never the owner id itself)
+	PTTL  time.Duration // its smallest remaining TTL over that quorum
+	// Waiting is the length of the waiters' queue (the longest any node
+	// has): waiters of either mode that were refused and wait.
+	Waiting int
+	Fence   uint64     // the highest fencing counter any node has
+	Nodes   []NodeInfo // one per node, in node order
+}
+
+// NodeInfo is one node's view of a lock. Err is set when the node did not
+// answer (or answered an error, such as a key of the wrong type); the
+// other fields are then zero.
+type NodeInfo struct {
+	Node  int
+	Addr  string
+	Err   error
+	Owner string // fingerprint of the owner holding it here, or the waiter it was handed to; "" when free here
+	Holds int    // that owner's holds here (0 when free, or handed and not claimed)
+	// Handed: the lock was handed to the first waiter here (Owner), which
+	// has not claimed it yet.
+	Handed  bool
+	PTTL    time.Duration // remaining time here; -2 ms: free, -1 ms: no expiry
+	Waiting int
+	Fence   uint64
+}
+
+// Inspect reads the lock called name (with the Client's key prefix) on
+// every node, each within the node timeout, and changes nothing: who
+// holds it (as a fingerprint: node.Fingerprint of an owner id, never the
+// id, which would let the reader release the lock), how often, for how
+// long, who waits, the fence. Every node's view is in Nodes. It returns
+// the info and an error matching ErrNoQuorum when fewer than a quorum of
+// nodes answered (Held is then false: too few nodes to tell); nodes that
+// failed are also *NodeError in that error, and their Err in Nodes.
+func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
+	info := LockInfo{Name: name}
+	if ctx == nil {
+		return info, fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	m := c.Mutex(name)
+	if m.err != nil {
+		return info, m.err
+	}
+	if !c.begin() {
+		return info, ErrClosed
+	}
+	defer c.end()
+	info.Nodes = make([]NodeInfo, len(c.nodes))
+	keys := m.keys.node()
+	var reads errgroup.Group
+	for i, n := range c.nodes {
+		reads.Go(func() error {
+			callCtx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
+			defer cancel()
+			view, err := n.Inspect(callCtx, keys)
+			info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Err: err}
+			if err == nil {
+				info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Owner: view.Holder, Holds: int(view.Holds),
+					Handed: view.Handed, PTTL: view.PTTL, Waiting: int(view.Waiting), Fence: view.Fence}
+			}
+			return nil
+		})
+	}
+	_ = reads.Wait()
+	need := m.settings.quorumOf(len(c.nodes))
+	answered, holders := 0, make(map[string]int)
+	var nodeErrs []error
+	for _, n := range info.Nodes {
+		if n.Err != nil {
+			nodeErrs = append(nodeErrs, c.nodeError(&m.settings, n.Node, n.Err))
+			continue
+		}
+		answered++
+		info.Waiting = max(info.Waiting, n.Waiting)
+		info.Fence = max(info.Fence, n.Fence)
+		if n.Holds > 0 {
+			holders[n.Owner]++
+		}
+	}
+	if answered < need {
+		return info, joinErrors(append([]error{fmt.Errorf("%w: %d of %d nodes answered, %d needed",
+			ErrNoQuorum, answered, len(c.nodes), need)}, nodeErrs...)...)
+	}
+	for owner, count := range holders {
+		if count >= need {
+			info.Held, info.Owner = true, owner
+		}
+	}
+	if info.Held {
+		for _, n := range info.Nodes {
+			if n.Err != nil || n.Owner != info.Owner || n.Holds == 0 {
+				continue
+			}
+			if info.Holds == 0 || n.Holds < info.Holds {
+				info.Holds = n.Holds
+			}
+			if n.PTTL >= 0 && (info.PTTL == 0 || n.PTTL < info.PTTL) {
+				info.PTTL = n.PTTL
+			}
+		}
+	}
+	return info, nil
+}
+
+// ForceUnlock is for operators: it removes every hold of the lock called
+// name (with the Client's key prefix), whoever holds it, on every node it
+// reaches, and raises the fence above every counter it saw, so that a
+// token granted from now on is greater than the old holder's. The old
+// holder is not told: its holds are recorded as released (for the
+// Client's longest TTL, at least the lock's remaining time), so that its
+// next renewal is refused and its lease ends (ErrLost) then at the
+// latest; a lease without the watchdog ends at its Until, and its Extend
+// fails. A waiter, if any, gets the lock as after a release. Until the old
+// holder's lease ends it may still act under it: only fencing tokens
+// protect the resource meanwhile.
+//
+// It returns nil when every node answered, an error matching ErrNoQuorum
+// when fewer than a quorum did (the holds on the others expire at their
+// TTL), and otherwise the failing nodes' *NodeError.
+func (c *Client) ForceUnlock(ctx context.Context, name string) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	m := c.Mutex(name)
+	if m.err != nil {
+		return m.err
+	}
+	if !c.begin() {
+		return ErrClosed
+	}
+	defer c.end()
+	keys, notice := m.keys.node(), reentrant.NewID()
+	tombstone := time.Duration(c.longest.Load())
+	forced := make([]node.Forced, len(c.nodes))
+	errs := make([]error, len(c.nodes))
+	each := func(call func(ctx context.Context, i int, n *node.Node) error) {
+		var calls errgroup.Group
+		for i, n := range c.nodes {
+			if errs[i] != nil {
+				continue
+			}
+			calls.Go(func() error {
+				callCtx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
+				defer cancel()
+				errs[i] = call(callCtx, i, n)
+				return nil
+			})
+		}
+		_ = calls.Wait()
+	}
+	each(func(ctx context.Context, i int, n *node.Node) (err error) {
+		forced[i], err = n.ForceRelease(ctx, keys, tombstone, m.queue.Window(), notice)
+		return err
+	})
+	removed, highest := 0, uint64(0)
+	for i, f := range forced {
+		if errs[i] == nil {
+			removed += int(f.Removed)
+			highest = max(highest, f.Fence)
+			if f.Next != "" {
+				// A waiter of this Client may be next: wake it now.
+				c.hub.Wake(m.queue.Channel, notice+" "+f.Next)
+			}
+		}
+	}
+	if highest < node.MaxToken {
+		each(func(ctx context.Context, _ int, n *node.Node) error {
+			_, err := n.RaiseFence(ctx, keys.Fence, highest+1)
+			return err
+		})
+	}
+	var nodeErrs []error
+	for i, err := range errs {
+		if err != nil {
+			nodeErrs = append(nodeErrs, c.nodeError(&m.settings, i, err))
+		}
+	}
+	m.settings.logger.Warn("redlock: lock force-unlocked", "lock", name, "holds", removed,
+		"nodes", len(c.nodes)-len(nodeErrs), "of", len(c.nodes))
+	need := m.settings.quorumOf(len(c.nodes))
+	switch answered := len(c.nodes) - len(nodeErrs); {
+	case answered < need:
+		return joinErrors(append([]error{fmt.Errorf("%w: ForceUnlock reached %d of %d nodes, %d needed",
+			ErrNoQuorum, answered, len(c.nodes), need)}, nodeErrs...)...)
+	case len(nodeErrs) > 0:
+		return joinErrors(append([]error{fmt.Errorf("redlock: ForceUnlock reached %d of %d nodes", answered, len(c.nodes))}, nodeErrs...)...)
+	}
+	return nil
+}

@@ -1,0 +1,47 @@
+-- force: remove every hold of a lock, whoever's they are (an operator's
+-- ForceUnlock; after queue.lua). The hold ids are recorded as released, so
+-- that their owner's renewals (and any late acquire of them) are refused
+-- and its lease is lost; the lock goes to the first live waiter, as a
+-- release would give it. A lock only handed to a waiter (no holds yet) is
+-- left to that waiter.
+--
+-- KEYS[1]  lock, KEYS[2] released holds, KEYS[3] queue, KEYS[4] alive,
+--          KEYS[5] wake (see queue.lua and release.lua)
+-- KEYS[6]  fence counter (see fence.lua)
+-- ARGV[1]  how long to record the released holds, in ms: at least the
+--          lock's remaining time here is used
+-- ARGV[2]  handoff window in milliseconds (see hand in queue.lua)
+-- ARGV[3]  the notice's id
+--
+-- Reply:  {removed, who, fence}
+--   removed  how many holds were removed (0: free, or only handed)
+--   who      fingerprint of the waiter the lock went to ('' none)
+--   fence    the fencing counter, a decimal string ('0' when absent)
+-- Errors: WRONGTYPE; "not a lock" (see inspect.lua).
+local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
+local fence = redis.call('GET', KEYS[6]) or '0'
+local fields = redis.call('HGETALL', q.lock)
+local owner, holds = nil, {}
+for i = 1, #fields, 2 do
+  local field = fields[i]
+  if field == 'owner' then
+    owner = fields[i + 1]
+  elseif field ~= 'handed' then
+    holds[#holds + 1] = field
+  end
+end
+if #fields > 0 and owner == nil then
+  return redis.error_reply('ERR redlock: key is a hash that is not a lock')
+end
+if #holds == 0 then
+  return {0, '', fence}
+end
+local life = math.max(tonumber(ARGV[1]), redis.call('PTTL', q.lock), 1)
+local now = node_now()
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)
+for _, hold in ipairs(holds) do
+  redis.call('ZADD', KEYS[2], now + life, hold)
+end
+lengthen(KEYS[2], life)
+redis.call('DEL', q.lock)
+return {#holds, hand(q, tonumber(ARGV[2]), ARGV[3], nil), fence}
