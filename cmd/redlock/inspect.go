@@ -16,7 +16,9 @@ import (
 
 const inspectUsage = `usage: redlock inspect [-nodes URLs] [-json] [-prefix redlock:] NAME
 
-Shows the lock NAME as each node sees it: whether the node answered (and
+Shows the lock NAME as the library judges it (Client.Inspect: held or
+not, by whom as a fingerprint, holds, the smallest TTL over the quorum,
+waiters, fence) and as each node sees it: whether the node answered (and
 its error if not), the owner id holding the lock there with its number of
 holds and remaining TTL, the fair queue (owner ids in line, their tickets
 and how long until each waiter's heartbeat runs out), and the fencing
@@ -136,6 +138,7 @@ func inspect(args []string, stdout, stderr io.Writer) int {
 	}
 	wg.Wait()
 	rep.summarize()
+	rep.Summary = librarySummary(ns, cfg)
 	for _, n := range rep.Nodes {
 		if n.Votes {
 			rep.Voting++
@@ -317,4 +320,21 @@ func judgeNode(client *redis.Client, state *nodeState, cfg inspectConfig) {
 		state.Why = append(state.Why, fmt.Sprintf("clock runs at least %.3gx as fast as this host's (over %v): its answers do not count",
 			state.ClockRate, cfg.clockSample))
 	}
+}
+
+// librarySummary is the library's own reading of the lock (Client.Inspect)
+// over the same connections.
+func librarySummary(ns *nodeSet, cfg inspectConfig) *lockSummary {
+	client, err := redlock.New(ns.universal(), redlock.WithKeyPrefix(cfg.prefix), redlock.WithNodeTimeout(cfg.timeout))
+	if err != nil {
+		return &lockSummary{Error: oneLine(err)}
+	}
+	defer func() { _ = client.Close() }()
+	info, err := client.Inspect(context.Background(), cfg.name)
+	summary := &lockSummary{Held: info.Held, Owner: info.Owner, Holds: info.Holds, PTTLms: info.PTTL.Milliseconds(),
+		Waiting: info.Waiting, Fence: info.Fence}
+	if err != nil {
+		summary.Error = oneLine(err)
+	}
+	return summary
 }

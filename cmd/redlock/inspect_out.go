@@ -13,14 +13,26 @@ import (
 // lockReport is what inspect prints; its JSON form is a stable interface
 // for scripts, so fields are only ever added.
 type lockReport struct {
-	Name      string      `json:"name"`
-	Prefix    string      `json:"prefix"`
-	Quorum    int         `json:"quorum"`    // nodes that must agree
-	Reachable int         `json:"reachable"` // nodes that answered
-	Holder    string      `json:"holder"`    // the owner on the most nodes; "" when free everywhere
-	HeldOn    int         `json:"held_on"`   // nodes where Holder holds it
-	Voting    int         `json:"voting"`    // nodes that answered and would vote (see nodeState.Votes)
-	Nodes     []nodeState `json:"nodes"`
+	Name      string       `json:"name"`
+	Prefix    string       `json:"prefix"`
+	Quorum    int          `json:"quorum"`    // nodes that must agree
+	Reachable int          `json:"reachable"` // nodes that answered
+	Holder    string       `json:"holder"`    // the owner on the most nodes; "" when free everywhere
+	HeldOn    int          `json:"held_on"`   // nodes where Holder holds it
+	Voting    int          `json:"voting"`    // nodes that answered and would vote (see nodeState.Votes)
+	Summary   *lockSummary `json:"summary"`   // the library's reading (Client.Inspect)
+	Nodes     []nodeState  `json:"nodes"`
+}
+
+// lockSummary is Client.Inspect's LockInfo without the nodes.
+type lockSummary struct {
+	Held    bool   `json:"held"`              // one owner holds it on a quorum
+	Owner   string `json:"owner_fingerprint"` // that owner's fingerprint
+	Holds   int    `json:"holds"`
+	PTTLms  int64  `json:"pttl_ms"` // its smallest remaining TTL over that quorum
+	Waiting int    `json:"waiting"`
+	Fence   uint64 `json:"fence"`
+	Error   string `json:"error,omitempty"` // e.g. no quorum answered
 }
 
 // nodeState is one node's view of the lock.
@@ -108,6 +120,17 @@ func writeTable(out io.Writer, r *lockReport) error {
 	}
 	fmt.Fprintf(w, "lock %q (key %s{%s}), %d of %d nodes answered, %d vote, quorum %d: %s\n",
 		r.Name, r.Prefix, r.Name, r.Reachable, len(r.Nodes), r.Voting, r.Quorum, headline)
+	if s := r.Summary; s != nil {
+		switch {
+		case s.Error != "":
+			fmt.Fprintf(w, "Client.Inspect: %s\n", s.Error)
+		case s.Held:
+			fmt.Fprintf(w, "Client.Inspect: held by owner fingerprint %s, %d holds, %s left; %d waiting; fence %d\n",
+				s.Owner, s.Holds, pttl(s.PTTLms), s.Waiting, s.Fence)
+		default:
+			fmt.Fprintf(w, "Client.Inspect: not held by any owner on a quorum; %d waiting; fence %d\n", s.Waiting, s.Fence)
+		}
+	}
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(table, "NODE\tADDRESS\tSTATE\tOWNER\tHOLDS\tTTL\tQUEUED\tFENCE\tVOTES\tCLOCK")
 	for _, n := range r.Nodes {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/node"
 )
 
 // TestInspect: inspect shows the holder that redlock run gave its command
@@ -68,9 +69,13 @@ func TestInspect(t *testing.T) {
 			}
 		}
 	}
+	if s := rep.Summary; s == nil || !s.Held || s.Owner != node.Fingerprint(owner) || s.Holds != 1 || s.Waiting != len(waiters) || s.Error != "" {
+		t.Errorf("summary (Client.Inspect): %+v; want held by %s, 1 hold, %d waiting", s, node.Fingerprint(owner), len(waiters))
+	}
 	table := runCLI(t, env, "inspect", "jobs")
 	table.expect(t, exitOK)
-	for _, want := range []string{"held by " + owner + " on 3 nodes", "queue on node 2:", "heartbeat ends in"} {
+	for _, want := range []string{"held by " + owner + " on 3 nodes", "queue on node 2:", "heartbeat ends in",
+		"Client.Inspect: held by owner fingerprint " + node.Fingerprint(owner) + ", 1 holds"} {
 		if !strings.Contains(table.stdout.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.stdout.String())
 		}

@@ -7,6 +7,7 @@
 //
 //	redlock run [-nodes URLs] -name NAME [-ttl 30s] [-wait 10s] [-fair] [-fencing] [-grace 10s] -- CMD [ARGS...]
 //	redlock inspect [-nodes URLs] [-json] [-prefix redlock:] NAME
+//	redlock unlock -force [-nodes URLs] [-prefix redlock:] NAME
 //	redlock demo [-nodes 5 | -nodes URL,URL,...] [-duration 10s] [-workers 8]
 //
 // Nodes come from -nodes or, when it is not given, from $REDLOCK_NODES: a
@@ -29,7 +30,8 @@
 //	128+N  CMD died of signal N, or redlock got signal N while waiting for the lock
 //
 // redlock inspect exits 0 when every node answered and 125 when some did
-// not (the report still shows the others); redlock demo exits 0 when the
+// not (the report still shows the others); redlock unlock -force exits 0
+// when done on every node, 125 when some node did not answer; redlock demo exits 0 when the
 // run upheld every claim, 1 when it did not, 130 when interrupted.
 package main
 
@@ -67,6 +69,7 @@ commands:
   run      take a lock, run a command while holding it, release it
            (like flock(1) across hosts)
   inspect  show a lock's holder, fair queue, TTL and fence counter on every node
+  unlock   -force: take a lock from a stuck holder (an operator's tool)
   demo     start local redis-server nodes and show the lock under contention,
            reentrancy and the failure of a minority of nodes
 
@@ -94,6 +97,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return runCommand(args[1:], stderr)
 	case "inspect":
 		return inspect(args[1:], stdout, stderr)
+	case "unlock":
+		return unlock(args[1:], stdout, stderr)
 	case "demo":
 		// Ctrl-C or SIGTERM cancels ctx and the demo winds down: workers
 		// finish their section, clients close, servers stop, the temp dir
@@ -109,7 +114,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "redlock: unknown command %q (commands: run, inspect, demo; see redlock -h)\n", args[0])
+		fmt.Fprintf(stderr, "redlock: unknown command %q (commands: run, inspect, unlock, demo; see redlock -h)\n", args[0])
 		return exitUsage
 	}
 }
