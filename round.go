@@ -72,7 +72,16 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 	} else {
 		order.Expect(len(c.nodes))
 	}
-	round := quorum.Start(ctx, s.roundTimeout(), len(c.nodes), need, &c.background,
+	// The calls end when ctx does, until the round is won: then they are
+	// cut loose from it, so that a caller that cancels ctx as soon as Lock
+	// returns (a common pattern) does not cut the calls still out to the
+	// slower nodes. Cut, their fate would be unknown, and each would cost
+	// a release with a tombstone, and a leave, after the lease's own.
+	// (Each call is still bounded by the round timeout.)
+	calls, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
+	stopWatch := context.AfterFunc(ctx, cancelCalls)
+	defer stopWatch()
+	round := quorum.Start(calls, s.roundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
 			if i == lead {
 				return leadReply
@@ -81,7 +90,7 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 		})
 	tally := round.Wait(ctx)
 	until := validUntil(start, s.ttl, s.driftFactor)
-	if tally.Yes >= need && time.Now().Before(until) && ctx.Err() == nil {
+	if tally.Yes >= need && time.Now().Before(until) && stopWatch() {
 		lease := newLease(ctx, m, owner, hold, start, until)
 		lease.order = order
 		// Every answer in by now is in this tally, and every later one
