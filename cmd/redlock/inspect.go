@@ -27,8 +27,8 @@ would judge it: a node whose marker (PREFIXnode) is missing or recent lost
 its data, and does not vote until -guard has passed since (the restart
 guard); a node whose clock runs faster than 1 + -drift times this host's
 over -clock-sample does not count (the clock check). Read-only: it runs
-HGETALL, PTTL, ZRANGE, GET and TIME, each node bounded by -timeout, and
-never changes the lock.
+HGETALL, PTTL, ZRANGE, GET and TIME, and the library's read-only inspect
+script, each node bounded by -timeout, and never changes the lock.
 
 Exit statuses:
   0    every node answered
