@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/redistest"
 )
 
@@ -43,5 +44,44 @@ func TestLock_cancelAfterLockCostsNoExtraCalls(t *testing.T) {
 	t.Logf("%.2f script calls per cycle on 5 nodes", perCycle)
 	if perCycle > 10.1 {
 		t.Errorf("%.2f script calls per Lock+Unlock on 5 nodes; want 10 (one acquire and one release per node)", perCycle)
+	}
+}
+
+// With a majority of nodes silent (paused) and a node timeout far longer
+// than the caller's deadline, TryLock and Lock return at the deadline: the
+// calls to the silent nodes keep the caller's deadline, so nothing waits
+// for the node timeout.
+func TestLock_silentMajorityReturnsAtTheCallersDeadline(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	c, err := redlock.Dial(cluster.URLs(), redlock.WithNodeTimeout(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	m := c.Mutex("deadline")
+	mustUnlock(t, mustLock(t, testContext(t), m)) // connections, scripts, clock
+	time.Sleep(300 * time.Millisecond)            // no call still out when the nodes pause
+	for _, i := range []int{1, 2} {
+		if err := cluster.Nodes[i].Pause(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = cluster.Nodes[i].Resume() })
+	}
+	for _, try := range []bool{true, false} {
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		start := time.Now()
+		if try {
+			_, err = m.TryLock(ctx)
+		} else {
+			_, err = m.Lock(ctx)
+		}
+		cancel()
+		took := time.Since(start)
+		if err == nil {
+			t.Fatalf("(TryLock: %v) got the lock with 2 of 3 nodes paused", try)
+		}
+		if took > 600*time.Millisecond {
+			t.Errorf("(TryLock: %v) returned %v after a 100 ms deadline (node timeout 2 s): %v", try, took.Round(time.Millisecond), err)
+		}
 	}
 }

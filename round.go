@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/quorumlock/redlock/node"
@@ -72,17 +73,30 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 	} else {
 		order.Expect(len(c.nodes))
 	}
-	// The calls end when ctx does, until the round is won: then they are
-	// cut loose from it, so that a caller that cancels ctx as soon as Lock
-	// returns (a common pattern) does not cut the calls still out to the
-	// slower nodes. Cut, their fate would be unknown, and each would cost
-	// a release with a tombstone, and a leave, after the lease's own.
-	// (Each call is still bounded by the round timeout.)
+	// The calls end when ctx is cancelled, until the round is won: then
+	// they are cut loose from the cancellation, so that a caller that
+	// cancels ctx as soon as Lock returns (a common pattern) does not cut
+	// the calls still out to the slower nodes. Cut, their fate would be
+	// unknown, and each would cost a release with a tombstone, and a
+	// leave, after the lease's own. They keep ctx's deadline (a node's
+	// queue waits for a call's deadline, not its cancellation, so without
+	// it a silent node would hold up a failed attempt past the caller's
+	// deadline), and the round timeout bounds each of them.
 	calls, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
+	if deadline, ok := ctx.Deadline(); ok {
+		calls, cancelCalls = context.WithDeadline(context.WithoutCancel(ctx), deadline)
+	}
 	stopWatch := context.AfterFunc(ctx, cancelCalls)
 	defer stopWatch()
+	pending := atomic.Int32{}
+	pending.Store(int32(len(c.nodes)))
 	round := quorum.Start(calls, s.roundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
+			defer func() {
+				if pending.Add(-1) == 0 {
+					cancelCalls() // the last one: frees the deadline's timer
+				}
+			}()
 			if i == lead {
 				return leadReply
 			}
