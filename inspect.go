@@ -1,8 +1,11 @@
 package redlock
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/quorumlock/redlock/node"
@@ -16,9 +19,12 @@ type LockInfo struct {
 	// Held: one owner holds it on a quorum of the nodes (counted among
 	// those that answered). Holds, Owner and PTTL are that owner's.
 	Held  bool
-	Holds int           // that owner's hold count (the least over that quorum)
-	Owner string        // that owner's fingerprint (never the owner id itself)
-	PTTL  time.Duration // its smallest remaining TTL over that quorum
+	Holds int    // that owner's hold count (the least over that quorum)
+	Owner string // that owner's fingerprint (never the owner id itself)
+	// PTTL is how long a quorum still holds it: the smallest remaining
+	// TTL over the quorum of its nodes whose keys live longest (-1 ms: no
+	// expiry on any of them).
+	PTTL time.Duration
 	// Waiting is the length of the waiters' queue (the longest any node
 	// has): waiters of either mode that were refused and wait.
 	Waiting int
@@ -106,6 +112,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 		}
 	}
 	if info.Held {
+		var pttls []time.Duration
 		for _, n := range info.Nodes {
 			if n.Err != nil || n.Owner != info.Owner || n.Holds == 0 {
 				continue
@@ -113,10 +120,14 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 			if info.Holds == 0 || n.Holds < info.Holds {
 				info.Holds = n.Holds
 			}
-			if n.PTTL >= 0 && (info.PTTL == 0 || n.PTTL < info.PTTL) {
-				info.PTTL = n.PTTL
-			}
+			pttls = append(pttls, n.PTTL)
 		}
+		// How long a quorum still holds it: the need-th longest PTTL (a key
+		// without expiry, -1 ms, counts as the longest).
+		slices.SortFunc(pttls, func(a, b time.Duration) int {
+			return cmp.Compare(forever(b), forever(a))
+		})
+		info.PTTL = pttls[need-1]
 	}
 	return info, nil
 }
@@ -205,4 +216,12 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 		return joinErrors(append([]error{fmt.Errorf("redlock: ForceUnlock reached %d of %d nodes", answered, len(c.nodes))}, nodeErrs...)...)
 	}
 	return nil
+}
+
+// forever orders a PTTL of -1 ms (no expiry) after every other.
+func forever(pttl time.Duration) time.Duration {
+	if pttl < 0 {
+		return math.MaxInt64
+	}
+	return pttl
 }

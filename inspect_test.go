@@ -43,6 +43,14 @@ func TestInspect_holderQueueFenceAndDownNodes(t *testing.T) {
 			t.Errorf("node %d: %+v; want the holder with 2 holds", i, n)
 		}
 	}
+	// One node's key about to expire does not shorten how long a quorum
+	// (the other two) still holds it.
+	if err := cluster.Admin(t, 0).PExpire(ctx, "redlock:{inspected}", time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if info, err = a.Inspect(ctx, "inspected"); err != nil || info.PTTL <= 2*time.Second || info.Nodes[0].PTTL > time.Second {
+		t.Errorf("one key at 1 s, two at about %v: PTTL %v (node 0: %v), %v; want the quorum's, over 2 s", ttl, info.PTTL, info.Nodes[0].PTTL, err)
+	}
 	if strings.Contains(strings.Join([]string{info.Owner, info.Nodes[0].Owner}, " "), lease.Owner()) {
 		t.Error("Inspect shows the owner id itself: whoever reads it could release the lock")
 	}

@@ -17,7 +17,7 @@ import (
 const inspectUsage = `usage: redlock inspect [-nodes URLs] [-json] [-prefix redlock:] NAME
 
 Shows the lock NAME as the library judges it (Client.Inspect: held or
-not, by whom as a fingerprint, holds, the smallest TTL over the quorum,
+not, by whom as a fingerprint, holds, how long a quorum still holds it,
 waiters, fence) and as each node sees it: whether the node answered (and
 its error if not), the owner id holding the lock there with its number of
 holds and remaining TTL, the fair queue (owner ids in line, their tickets

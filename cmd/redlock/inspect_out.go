@@ -29,7 +29,7 @@ type lockSummary struct {
 	Held    bool   `json:"held"`              // one owner holds it on a quorum
 	Owner   string `json:"owner_fingerprint"` // that owner's fingerprint
 	Holds   int    `json:"holds"`
-	PTTLms  int64  `json:"pttl_ms"` // its smallest remaining TTL over that quorum
+	PTTLms  int64  `json:"pttl_ms"` // how long a quorum still holds it
 	Waiting int    `json:"waiting"`
 	Fence   uint64 `json:"fence"`
 	Error   string `json:"error,omitempty"` // e.g. no quorum answered
