@@ -26,7 +26,8 @@ type LockInfo struct {
 	// expiry on any of them).
 	PTTL time.Duration
 	// Waiting is the length of the waiters' queue (the longest any node
-	// has): waiters of either mode that were refused and wait.
+	// has): waiters of either mode that were refused and wait, and any
+	// whose heartbeat lapsed that no script has evicted yet.
 	Waiting int
 	Fence   uint64     // the highest fencing counter any node has
 	Nodes   []NodeInfo // one per node, in node order
@@ -138,9 +139,10 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 // token granted from now on is greater than the old holder's. The old
 // holder is not told: its holds are recorded as released (for the
 // Client's longest TTL, at least the lock's remaining time), so that its
-// next renewal is refused and its lease ends (ErrLost) then at the
-// latest; a lease without the watchdog ends at its Until, and its Extend
-// fails. A waiter, if any, gets the lock as after a release. Until the old
+// first renewal that starts after ForceUnlock is refused and its lease
+// ends (ErrLost) then at the latest (a renewal already on its way may
+// still land first); a lease without the watchdog ends at its Until, and
+// its Extend fails. A waiter, if any, gets the lock as after a release. Until the old
 // holder's lease ends it may still act under it: only fencing tokens
 // protect the resource meanwhile.
 //

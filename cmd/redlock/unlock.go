@@ -18,7 +18,8 @@ operator whose holder is stuck: every hold of it is removed on every node
 that answers, the fence is raised above every counter seen (a token
 granted from now on is greater than the old holder's), and the first
 waiter, if any, gets the lock. The old holder is not told: its lease ends
-at its next renewal (the watchdog renews every third of the TTL), and
+at its first renewal after this (the watchdog renews every third of the
+TTL), and
 until then it may still act under it, so only fencing tokens protect the
 resource meanwhile. -force is required: it says you mean it.
 
