@@ -10,7 +10,6 @@ import (
 
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/reentrant"
-	"golang.org/x/sync/errgroup"
 )
 
 // LockInfo is a lock as the nodes see it (Client.Inspect).
@@ -73,21 +72,15 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 	defer c.end()
 	info.Nodes = make([]NodeInfo, len(c.nodes))
 	keys := m.keys.node()
-	var reads errgroup.Group
-	for i, n := range c.nodes {
-		reads.Go(func() error {
-			callCtx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
-			defer cancel()
-			view, err := n.Inspect(callCtx, keys)
-			info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Err: err}
-			if err == nil {
-				info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Owner: view.Holder, Holds: int(view.Holds),
-					Handed: view.Handed, PTTL: view.PTTL, Waiting: int(view.Waiting), Fence: view.Fence}
-			}
-			return nil
-		})
-	}
-	_ = reads.Wait()
+	m.eachNode(ctx, make([]error, len(c.nodes)), func(ctx context.Context, i int, n *node.Node) error {
+		view, err := n.Inspect(ctx, keys)
+		info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Err: err}
+		if err == nil {
+			info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Owner: view.Holder, Holds: int(view.Holds),
+				Handed: view.Handed, PTTL: view.PTTL, Waiting: int(view.Waiting), Fence: view.Fence}
+		}
+		return err
+	})
 	need := m.settings.quorumOf(len(c.nodes))
 	answered, holders := 0, make(map[string]int)
 	var nodeErrs []error
@@ -104,8 +97,8 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 		}
 	}
 	if answered < need {
-		return info, joinErrors(append([]error{fmt.Errorf("%w: %d of %d nodes answered, %d needed",
-			ErrNoQuorum, answered, len(c.nodes), need)}, nodeErrs...)...)
+		return info, verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
+			ErrNoQuorum, answered, len(c.nodes), need))
 	}
 	for owner, count := range holders {
 		if count >= need {
@@ -165,22 +158,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	tombstone := time.Duration(c.longest.Load())
 	forced := make([]node.Forced, len(c.nodes))
 	errs := make([]error, len(c.nodes))
-	each := func(call func(ctx context.Context, i int, n *node.Node) error) {
-		var calls errgroup.Group
-		for i, n := range c.nodes {
-			if errs[i] != nil {
-				continue
-			}
-			calls.Go(func() error {
-				callCtx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
-				defer cancel()
-				errs[i] = call(callCtx, i, n)
-				return nil
-			})
-		}
-		_ = calls.Wait()
-	}
-	each(func(ctx context.Context, i int, n *node.Node) (err error) {
+	m.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
 		forced[i], err = n.ForceRelease(ctx, keys, tombstone, m.queue.Window(), notice)
 		return err
 	})
@@ -196,7 +174,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 		}
 	}
 	if highest < node.MaxToken {
-		each(func(ctx context.Context, _ int, n *node.Node) error {
+		m.eachNode(ctx, errs, func(ctx context.Context, _ int, n *node.Node) error {
 			_, err := n.RaiseFence(ctx, keys.Fence, highest+1)
 			return err
 		})
@@ -212,10 +190,10 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	need := m.settings.quorumOf(len(c.nodes))
 	switch answered := len(c.nodes) - len(nodeErrs); {
 	case answered < need:
-		return joinErrors(append([]error{fmt.Errorf("%w: ForceUnlock reached %d of %d nodes, %d needed",
-			ErrNoQuorum, answered, len(c.nodes), need)}, nodeErrs...)...)
+		return verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: ForceUnlock reached %d of %d nodes, %d needed",
+			ErrNoQuorum, answered, len(c.nodes), need))
 	case len(nodeErrs) > 0:
-		return joinErrors(append([]error{fmt.Errorf("redlock: ForceUnlock reached %d of %d nodes", answered, len(c.nodes))}, nodeErrs...)...)
+		return verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("redlock: ForceUnlock reached %d of %d nodes", answered, len(c.nodes)))
 	}
 	return nil
 }
@@ -226,4 +204,20 @@ func forever(pttl time.Duration) time.Duration {
 		return math.MaxInt64
 	}
 	return pttl
+}
+
+// eachNode calls fn on every node i whose errs[i] is nil, all at once and
+// each within the node timeout, and records fn's error in errs[i].
+func (m *Mutex) eachNode(ctx context.Context, errs []error, fn func(ctx context.Context, i int, n *node.Node) error) {
+	var live []int
+	for i, err := range errs {
+		if err == nil {
+			live = append(live, i)
+		}
+	}
+	m.onNodes(ctx, live, func(ctx context.Context, i int) {
+		ctx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
+		defer cancel()
+		errs[i] = fn(ctx, i, m.client.nodes[i])
+	})
 }
