@@ -128,7 +128,7 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 		// on another connection, and the first may still arrive after the
 		// release (see release.lua's tombstones); the lock retries itself.
 		options.MaxRetries = -1
-		if !strings.Contains(url, "pool_size=") {
+		if options.PoolSize == 0 { // no pool_size in the URL
 			options.PoolSize = dialPoolSize
 			options.PipelinePoolSize = -1 // pipelines share that pool
 		}
