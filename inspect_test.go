@@ -12,8 +12,8 @@ import (
 	"github.com/quorumlock/redlock/node"
 )
 
-// Inspect reports the holder (as a fingerprint), its holds, the smallest
-// PTTL, the queue and the fence, node by node; with a majority of nodes
+// Inspect reports the holder (as a fingerprint), its holds, how long a
+// quorum still holds it, the queue and the fence, node by node; with a majority of nodes
 // down it says so (ErrNoQuorum, each *NodeError) instead of guessing.
 func TestInspect_holderQueueFenceAndDownNodes(t *testing.T) {
 	cluster := redistest.Start(t, 3)
