@@ -57,6 +57,19 @@ var epoch = time.Now()
 type Checker struct {
 	mu     sync.Mutex
 	grants []Grant
+	limits map[string]int // names whose grants may overlap: at most this many at once
+}
+
+// Limit lets grants of name overlap, at most k at once (a semaphore of k
+// permits): a grant made while k others are valid is a violation. Tokens
+// of such a name are not checked.
+func (c *Checker) Limit(name string, k int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.limits == nil {
+		c.limits = make(map[string]int)
+	}
+	c.limits[name] = k
 }
 
 // New returns an empty Checker.
@@ -102,7 +115,11 @@ func (c *Checker) Violations() []Violation {
 		for end < len(grants) && grants[end].Name == grants[start].Name {
 			end++
 		}
-		violations = append(violations, checkName(grants[start:end])...)
+		if k, ok := c.limit(grants[start].Name); ok {
+			violations = append(violations, checkBound(grants[start:end], k)...)
+		} else {
+			violations = append(violations, checkName(grants[start:end])...)
+		}
 		start = end
 	}
 	return violations
@@ -124,6 +141,29 @@ func checkName(grants []Grant) []Violation {
 		}
 		reach.offer(g, func(a, b Grant) bool { return a.End().After(b.End()) })
 		fence.offer(g, func(a, b Grant) bool { return a.Token > b.Token })
+	}
+	return violations
+}
+
+func (c *Checker) limit(name string) (int, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.limits[name]
+	return k, ok
+}
+
+// checkBound checks the grants of one name, sorted by Acquired: when each
+// is made, fewer than k others may still be valid.
+func checkBound(grants []Grant, k int) []Violation {
+	var violations []Violation
+	var valid []Grant // grants whose interval has not ended, as of the current one
+	for _, g := range grants {
+		valid = slices.DeleteFunc(valid, func(prev Grant) bool { return !prev.End().After(g.Acquired) })
+		if len(valid) >= k {
+			reason := fmt.Sprintf("%d grants at once, %d allowed", len(valid)+1, k)
+			violations = append(violations, Violation{Name: g.Name, First: valid[0], Second: g, Reason: reason})
+		}
+		valid = append(valid, g)
 	}
 	return violations
 }

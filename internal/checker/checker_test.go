@@ -90,3 +90,45 @@ func TestChecker(t *testing.T) {
 		})
 	}
 }
+
+// A name with a limit of k grants at once: k overlapping grants pass, the
+// k+1-th that overlaps all of them fails, and grants that ended free a place.
+func TestChecker_Limit(t *testing.T) {
+	base := time.Now()
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	g := func(owner string, from, released int) Grant {
+		return Grant{Name: "S", Owner: owner, Acquired: at(from), Released: at(released), Until: at(1000)}
+	}
+	tests := []struct {
+		name   string
+		grants []Grant
+		want   int // violations
+	}{
+		{"two at once of two", []Grant{g("a", 0, 50), g("b", 10, 60)}, 0},
+		{"three at once of two", []Grant{g("a", 0, 50), g("b", 10, 60), g("c", 20, 30)}, 1},
+		{"the third after the first ended", []Grant{g("a", 0, 15), g("b", 10, 60), g("c", 20, 30)}, 0},
+		{"the third exactly when the first ended", []Grant{g("a", 0, 20), g("b", 10, 60), g("c", 20, 30)}, 0},
+		{"four at once of two", []Grant{g("a", 0, 50), g("b", 1, 60), g("c", 2, 30), g("d", 3, 30)}, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := New()
+			c.Limit("S", 2)
+			for _, gr := range tt.grants {
+				c.Record(gr)
+			}
+			violations := c.Violations()
+			if len(violations) != tt.want {
+				t.Fatalf("violations %v; want %d", violations, tt.want)
+			}
+			for _, v := range violations {
+				if !strings.Contains(v.Reason, "allowed") {
+					t.Fatalf("reason %q", v.Reason)
+				}
+			}
+			if tt.want > 0 && c.Err() == nil {
+				t.Fatal("Err() = nil with violations")
+			}
+		})
+	}
+}
