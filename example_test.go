@@ -154,3 +154,50 @@ func ExampleClient_Inspect() {
 	// held: true by me: true holds: 1
 	// held after ForceUnlock: false
 }
+
+// At most two exports run at once, across every process that uses the
+// semaphore; a third waits, or with TryAcquire gives up at once.
+func ExampleSemaphore() {
+	urls, stop := exampleNodes()
+	defer stop()
+	client, _ := redlock.Dial(urls)
+	defer client.Close()
+
+	ctx := context.Background()
+	exports := client.Semaphore("exports", 2)
+	first, _ := exports.Acquire(ctx)
+	second, _ := exports.Acquire(ctx)
+	_, err := exports.TryAcquire(ctx)
+	fmt.Println("third:", errors.Is(err, redlock.ErrNotAcquired))
+
+	_ = first.Unlock(ctx)
+	third, err := exports.TryAcquire(ctx)
+	fmt.Println("after an Unlock:", err == nil)
+	_ = second.Unlock(ctx)
+	_ = third.Unlock(ctx)
+	// Output:
+	// third: true
+	// after an Unlock: true
+}
+
+// One scheduler leads at a time; its term fences what it writes, and
+// Unlock resigns.
+func ExampleElection() {
+	urls, stop := exampleNodes()
+	defer stop()
+	client, _ := redlock.Dial(urls)
+	defer client.Close()
+
+	ctx := context.Background()
+	election := client.Election("scheduler")
+	leadership, _ := election.Campaign(ctx, "host-a")
+	leader, _ := election.Leader(ctx)
+	fmt.Println("leader:", leader.Value, "term is the token:", leader.Term == leadership.Token())
+
+	_ = leadership.Unlock(ctx)
+	_, err := election.Leader(ctx)
+	fmt.Println("after resigning:", errors.Is(err, redlock.ErrNoLeader))
+	// Output:
+	// leader: host-a term is the token: true
+	// after resigning: true
+}

@@ -70,7 +70,13 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 		return info, ErrClosed
 	}
 	defer c.end()
-	info.Nodes = make([]NodeInfo, len(c.nodes))
+	return m.inspect(ctx)
+}
+
+// inspect is Inspect of m.
+func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
+	c := m.client
+	info := LockInfo{Name: m.name, Nodes: make([]NodeInfo, len(c.nodes))}
 	keys := m.keys.node()
 	m.eachNode(ctx, make([]error, len(c.nodes)), func(ctx context.Context, i int, n *node.Node) error {
 		view, err := n.Inspect(ctx, keys)

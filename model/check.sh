@@ -35,6 +35,8 @@ check() {
 		local what
 		case $(grep -m1 'assertion violated' <<<"$out") in
 		*token*) what="a token did not increase" ;;
+		*permitted*) what="more than K permits valid at once" ;;
+		*agreed*) what="two counts passed the permits check" ;;
 		*holding*|*VALID*) what="two valid leases at once" ;;
 		*releasedOn*) what="a released hold granted again" ;;
 		*) what="assertion violated" ;;
@@ -68,6 +70,14 @@ check neg-no-tombstones         lock.pml fail -DLATE -DMAXCLOCK=2 -DNOTOMB
 # The handoff to the first waiter (handoff.pml).
 check handoff                   handoff.pml pass
 check neg-handoff-notice-grants handoff.pml fail -DADOPT
+# The semaphore (semaphore.pml).
+check semaphore                 semaphore.pml pass
+check semaphore-restart-after-ttl semaphore.pml pass -DCRASH -DMAXCLOCK=2
+check semaphore-permits-check   semaphore.pml pass -DMISMATCH -DPERMITCHECK -DMAXCLOCK=2
+check neg-semaphore-counts      semaphore.pml fail -DCOUNTS
+check neg-permits-mismatch      semaphore.pml fail -DMISMATCH
+check neg-permits-check-restart semaphore.pml fail -DMISMATCH -DPERMITCHECK -DCRASH -DMAXCLOCK=2
+check neg-semaphore-shared-owner semaphore.pml fail -DSHARED
 
 if [ "$failed" -ne 0 ]; then
 	echo "model: FAILED ($((SECONDS - started))s)"

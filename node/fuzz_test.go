@@ -72,6 +72,16 @@ func FuzzDecoders(f *testing.F) {
 		if err == nil && forced.Removed < 0 {
 			t.Fatalf("decodeForced(%#v) removed %d holds", reply, forced.Removed)
 		}
+		record, err := decodeRecord(reply)
+		check("decodeRecord", err)
+		if err == nil && record.Term == 0 && (record.Owner != "" || record.Value != "") {
+			t.Fatalf("decodeRecord(%#v) = %+v: a record without a term", reply, record)
+		}
+		permits, err := decodePermits(reply)
+		check("decodePermits", err)
+		if err == nil && (permits < 1 || permits > MaxPermits) {
+			t.Fatalf("decodePermits(%#v) = %d", reply, permits)
+		}
 	})
 }
 
@@ -88,6 +98,9 @@ var realReplies = []any{
 	[]any{int64(2), ""},
 	[]any{int64(1), int64(0), int64(-2)},
 	[]any{"0", "1795317275", "550414"},
+	"3",
+	[]any{"12", "3f2a9c0d1e4b5a67", "worker-1"},
+	[]any{nil, nil, nil},
 	[]any{int64(1), int64(1), "1795317275", "550414"},
 	[]any{"1795317275", "550414"},
 	[]any{"1795317275550415", "1795317275", "999999"},
