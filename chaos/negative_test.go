@@ -32,8 +32,30 @@ func unsafeOptions(ttl time.Duration) []redlock.Option {
 func TestUnsafe_majorityRestartedEmpty(t *testing.T) {
 	options := append(unsafeOptions(3*time.Second), redlock.WithRestartGuard(0))
 	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: options})
-	c.requireViolations(restartMajorityEmpty(c, 3500*time.Millisecond, 600*time.Millisecond,
+	c.requireViolations(restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond}, 3500*time.Millisecond,
 		900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond))
+}
+
+// The same, the semaphore alone (SemaphorePermits permits, three workers):
+// the slots' keys are gone on a majority, and a third holder gets a permit
+// while two are valid. The checker must see more grants at once than
+// permits.
+func TestUnsafe_majorityRestartedEmpty_semaphore(t *testing.T) {
+	options := append(unsafeOptions(3*time.Second), redlock.WithRestartGuard(0))
+	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: options})
+	r := restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond, Modes: []workload.Mode{workload.Semaphore}},
+		3500*time.Millisecond, 900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond)
+	c.requireViolation(r, fmt.Sprintf("%d grants at once, %d allowed", workload.SemaphorePermits+1, workload.SemaphorePermits))
+}
+
+// The same, the election alone: a candidate takes leadership while the
+// leader's is valid. The checker must see overlapping leaders.
+func TestUnsafe_majorityRestartedEmpty_election(t *testing.T) {
+	options := append(unsafeOptions(3*time.Second), redlock.WithRestartGuard(0))
+	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: options})
+	r := restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond, Modes: []workload.Mode{workload.Election}},
+		3500*time.Millisecond, 900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond)
+	c.requireViolation(r, "overlapping grants")
 }
 
 // The restart guard on (its default, the TTL): the nodes restarted empty
@@ -42,14 +64,14 @@ func TestUnsafe_majorityRestartedEmpty(t *testing.T) {
 // TTL, restarts at 0.9 and 1.8 s, sections again from about 4 s on.
 func TestGuard_majorityRestartedEmpty(t *testing.T) {
 	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: unsafeOptions(2 * time.Second)})
-	r := restartMajorityEmpty(c, 6*time.Second, 300*time.Millisecond, 900*time.Millisecond, 1800*time.Millisecond)
+	r := restartMajorityEmpty(c, workload.Config{Hold: 300 * time.Millisecond}, 6*time.Second, 900*time.Millisecond, 1800*time.Millisecond)
 	c.requireSafe(r, 5)
 }
 
-// restartMajorityEmpty runs d of holds of hold, restarting nodes 0, 1 and 2
-// empty at once at each of times.
-func restartMajorityEmpty(c *cluster, d, hold time.Duration, times ...time.Duration) result {
-	return c.run(d, workload.Config{Hold: hold}, func(ctx context.Context) {
+// restartMajorityEmpty runs the workload cfg for d, restarting nodes 0, 1
+// and 2 empty at once at each of times.
+func restartMajorityEmpty(c *cluster, cfg workload.Config, d time.Duration, times ...time.Duration) result {
+	return c.run(d, cfg, func(ctx context.Context) {
 		start := time.Now()
 		for _, at := range times {
 			if !sleep(ctx, time.Until(start.Add(at))) {

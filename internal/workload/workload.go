@@ -1,10 +1,14 @@
 // Package workload is the contention workload of the demo and the chaos
 // suites: workers of several Clients take locks in every mode (plain, fair,
 // fenced, Multi) and do read–sleep–write on a shared record under each,
-// Jepsen's lock-set idea: two holders at once lose an update. Every mode
-// takes its lock WithFencing: each record refuses a token older than one it
-// saw, as a storage system should, and the safety checker, which gets
-// every grant with its token, checks that tokens increase in every mode.
+// Jepsen's lock-set idea: two holders at once lose an update. Every lock
+// mode takes its lock WithFencing: each record refuses a token older than
+// one it saw, as a storage system should, and the safety checker, which
+// gets every grant with its token, checks that tokens increase in every
+// mode. The Election mode campaigns in an election: a leader is a holder,
+// its term the token. The Semaphore mode takes a permit of a semaphore of
+// SemaphorePermits: its record counts the holders inside, and the checker
+// allows that many grants at once and no more.
 // All workers run in one process, so the checker compares times on one
 // monotonic clock.
 package workload
@@ -30,14 +34,20 @@ type Mode string
 // alone, and it stays so that the mode list and the lock names stay as
 // they were.
 const (
-	Plain  Mode = "plain"
-	Fair   Mode = "fair"
-	Fenced Mode = "fenced"
-	Multi  Mode = "multi"
+	Plain     Mode = "plain"
+	Fair      Mode = "fair"
+	Fenced    Mode = "fenced"
+	Multi     Mode = "multi"
+	Election  Mode = "election"
+	Semaphore Mode = "semaphore"
 )
 
+// SemaphorePermits is the count of the Semaphore mode's semaphore: fewer
+// than the workers of a chaos run, so that they contend.
+const SemaphorePermits = 2
+
 // AllModes lists every mode.
-var AllModes = []Mode{Plain, Fair, Fenced, Multi}
+var AllModes = []Mode{Plain, Fair, Fenced, Multi, Election, Semaphore}
 
 // Config describes a run.
 type Config struct {
@@ -53,7 +63,7 @@ type Config struct {
 // Stats are the counts of a run, safe to read while it runs.
 type Stats struct {
 	Sections    atomic.Int64 // writes made under a valid lease
-	LostUpdates atomic.Int64 // sections whose write did not land on top of the read
+	LostUpdates atomic.Int64 // sections whose write did not land on top of the read; for a semaphore, sections entered with every permit's holder inside and valid
 	Fenced      atomic.Int64 // stale writes the record refused by fencing token
 	LostLeases  atomic.Int64 // leases found lost before the write: no write made
 	LockErrors  atomic.Int64 // Lock calls that failed before the run ended
@@ -99,16 +109,20 @@ func Run(ctx context.Context, cfg Config, stats *Stats) {
 		hold = time.Millisecond
 	}
 	records := map[string]*record{}
-	for _, name := range []string{"plain", "fair", "fenced", "multi-a", "multi-b"} {
+	for _, name := range []string{"plain", "fair", "fenced", "multi-a", "multi-b", "election"} {
 		records[name] = &record{}
 	}
+	if slices.Contains(modes, Semaphore) {
+		cfg.Check.Limit(string(Semaphore)+":semaphore", SemaphorePermits)
+	}
+	permits := &holders{inside: map[*redlock.Lease]bool{}}
 	var wg sync.WaitGroup
 	next := 0
 	for _, mode := range modes {
 		for range cfg.Workers {
 			client := cfg.Clients[next%len(cfg.Clients)]
 			next++
-			w := &worker{mode: mode, hold: hold, check: cfg.Check, stats: stats, records: records,
+			w := &worker{mode: mode, hold: hold, check: cfg.Check, stats: stats, records: records, permits: permits,
 				lock: Locker(client, mode, cfg.Options...), names: Names(mode)}
 			wg.Go(func() { w.run(ctx) })
 		}
@@ -122,6 +136,7 @@ type worker struct {
 	check   *checker.Checker
 	stats   *Stats
 	records map[string]*record
+	permits *holders // the Semaphore mode's holders
 	lock    func(context.Context) (*redlock.Lease, error)
 	names   []string
 }
@@ -131,6 +146,13 @@ type worker struct {
 // Names(mode). Checks outside the workload (recovery, negative controls)
 // take the same locks with it.
 func Locker(c *redlock.Client, mode Mode, opts ...redlock.Option) func(context.Context) (*redlock.Lease, error) {
+	switch mode {
+	case Semaphore:
+		return c.Semaphore("semaphore", SemaphorePermits, opts...).Acquire
+	case Election:
+		e := c.Election("election", opts...) // terms are fencing tokens
+		return func(ctx context.Context) (*redlock.Lease, error) { return e.Campaign(ctx, "worker") }
+	}
 	opts = append(slices.Clip(opts), redlock.WithFencing())
 	switch mode {
 	case Fair:
@@ -153,6 +175,10 @@ func Names(mode Mode) []string {
 		return []string{"fenced"}
 	case Multi:
 		return []string{"multi-a", "multi-b"}
+	case Election:
+		return []string{"election"}
+	case Semaphore:
+		return []string{"semaphore"}
 	}
 	return []string{"plain"}
 }
@@ -182,6 +208,10 @@ func (w *worker) run(ctx context.Context) {
 // back plus one — skipped once the lease's Context is done, as the holder
 // must (see the README's guarantees).
 func (w *worker) section(lease *redlock.Lease) {
+	if w.mode == Semaphore {
+		w.permitSection(lease)
+		return
+	}
 	reads := make([]int64, len(w.names))
 	for i, name := range w.names {
 		reads[i] = w.records[name].read()
@@ -201,6 +231,50 @@ func (w *worker) section(lease *redlock.Lease) {
 		}
 	}
 	w.stats.Sections.Add(1)
+}
+
+// permitSection is the Semaphore mode's section: enter, sleep, leave;
+// entering while SemaphorePermits other holders are inside with valid
+// leases counts as a lost update.
+func (w *worker) permitSection(lease *redlock.Lease) {
+	if lease.Context().Err() != nil {
+		w.stats.LostLeases.Add(1)
+		return
+	}
+	if over := w.permits.enter(lease); over {
+		w.stats.LostUpdates.Add(1)
+	}
+	time.Sleep(w.hold)
+	w.permits.leave(lease)
+	w.stats.Sections.Add(1)
+}
+
+// holders are the semaphore's holders inside their section.
+type holders struct {
+	mu     sync.Mutex
+	inside map[*redlock.Lease]bool
+}
+
+// enter adds lease and reports whether SemaphorePermits others were
+// inside with leases still valid (by their Until: the holder of an expired
+// one must have stopped).
+func (h *holders) enter(lease *redlock.Lease) (over bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now, valid := time.Now(), 0
+	for other := range h.inside {
+		if now.Before(other.Until()) {
+			valid++
+		}
+	}
+	h.inside[lease] = true
+	return valid >= SemaphorePermits
+}
+
+func (h *holders) leave(lease *redlock.Lease) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.inside, lease)
 }
 
 func pause(ctx context.Context, d time.Duration) {

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -35,11 +36,12 @@ func TestRun_everyModeSafeOnHealthyNodes(t *testing.T) {
 	if stats.LostUpdates.Load() != 0 || stats.Sections.Load() < 100 {
 		t.Fatalf("sections %d, lost updates %d", stats.Sections.Load(), stats.LostUpdates.Load())
 	}
-	// Every mode is fenced: every grant carries a token, so the checker's
-	// token rule covers every mode.
+	// Every lock mode is fenced: every grant carries a token, so the
+	// checker's token rule covers every lock mode (a semaphore's permits
+	// are held at once: no tokens).
 	perName := map[string]int{}
 	for _, g := range check.Grants() {
-		if g.Token == 0 {
+		if g.Token == 0 && g.Name != "semaphore:semaphore" {
 			t.Fatalf("grant of %s without a fencing token", g.Name)
 		}
 		perName[g.Name]++
@@ -73,7 +75,7 @@ func TestRecord_detectsALostUpdate(t *testing.T) {
 	}
 }
 
-// Every mode's lock is fenced, and the names match the records.
+// Every lock mode's lock is fenced, and the names match the records.
 func TestLocker_everyModeFenced(t *testing.T) {
 	cluster := redistest.Start(t, 3)
 	c, err := redlock.New(cluster.Clients(t))
@@ -82,6 +84,9 @@ func TestLocker_everyModeFenced(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	for _, mode := range AllModes {
+		if mode == Semaphore {
+			continue // permits are held at once: no tokens
+		}
 		var last uint64
 		for range 3 {
 			lease, err := Locker(c, mode, redlock.WithTTL(5*time.Second))(t.Context())
@@ -99,5 +104,42 @@ func TestLocker_everyModeFenced(t *testing.T) {
 		if len(Names(mode)) == 0 {
 			t.Errorf("%s: no names", mode)
 		}
+	}
+}
+
+// The semaphore's record: SemaphorePermits holders with valid leases fill
+// it, one more is over, and one leaving frees a place.
+func TestHolders_overAtPermitsPlusOne(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	c, err := redlock.New(cluster.Clients(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	h := &holders{inside: map[*redlock.Lease]bool{}}
+	var leases []*redlock.Lease
+	for i := range SemaphorePermits + 1 {
+		lease, err := c.Mutex(fmt.Sprint("h", i), redlock.WithTTL(time.Second)).Lock(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, lease)
+	}
+	for i, lease := range leases[:SemaphorePermits] {
+		if h.enter(lease) {
+			t.Fatalf("holder %d of %d reported over", i+1, SemaphorePermits)
+		}
+	}
+	if !h.enter(leases[SemaphorePermits]) {
+		t.Fatalf("holder %d of %d not reported over", SemaphorePermits+1, SemaphorePermits)
+	}
+	h.leave(leases[SemaphorePermits])
+	_ = leases[0].Unlock(t.Context()) // its Until stays: leave is what frees its place
+	h.leave(leases[0])
+	if h.enter(leases[SemaphorePermits]) {
+		t.Fatal("over after a holder left")
+	}
+	for _, lease := range leases[1:] {
+		_ = lease.Unlock(t.Context())
 	}
 }

@@ -101,27 +101,35 @@ func (r *runner) control(ctx context.Context, protected bool, extra []redlock.Op
 		return nil, err
 	}
 	defer harness.CloseAll(holder)
+	check.Limit(string(workload.Semaphore)+":semaphore", workload.SemaphorePermits)
 	type held struct {
+		mode     workload.Mode
 		lease    *redlock.Lease
 		acquired time.Time
 	}
-	holds := map[workload.Mode]held{}
+	var holds []held
 	defer func() { // on the error paths; emptied on success
 		for _, h := range holds {
 			_ = h.lease.Unlock(context.WithoutCancel(ctx))
 		}
 	}()
 	for _, mode := range workload.AllModes {
-		lockCtx, cancel := context.WithTimeout(ctx, contendFor)
-		lease, err := harness.Locker(holder[0], mode, opts...)(lockCtx)
-		cancel()
-		switch {
-		case err != nil && protected:
-			r.say("  %s: the holder got no lock (%s)", mode, oneLine(err))
-		case err != nil:
-			return nil, fmt.Errorf("holder: %s: %w", mode, err)
-		default:
-			holds[mode] = held{lease: lease, acquired: time.Now()}
+		leases := 1
+		if mode == workload.Semaphore {
+			leases = workload.SemaphorePermits // every permit: the contender's is one too many
+		}
+		for range leases {
+			lockCtx, cancel := context.WithTimeout(ctx, contendFor)
+			lease, err := harness.Locker(holder[0], mode, opts...)(lockCtx)
+			cancel()
+			switch {
+			case err != nil && protected:
+				r.say("  %s: the holder got no lock (%s)", mode, oneLine(err))
+			case err != nil:
+				return nil, fmt.Errorf("holder: %s: %w", mode, err)
+			default:
+				holds = append(holds, held{mode: mode, lease: lease, acquired: time.Now()})
+			}
 		}
 	}
 	if err := breach(ctx); err != nil {
@@ -149,11 +157,11 @@ func (r *runner) control(ctx context.Context, protected bool, extra []redlock.Op
 		return nil, ctx.Err()
 	}
 	// The holder lets go only now: its grants span the contender's.
-	for mode, h := range holds {
-		harness.Record(check, mode, h.lease, h.acquired, time.Now())
+	for _, h := range holds {
+		harness.Record(check, h.mode, h.lease, h.acquired, time.Now())
 		_ = h.lease.Unlock(ctx)
-		delete(holds, mode)
 	}
+	holds = nil
 	return check.Violations(), nil
 }
 
