@@ -5,7 +5,8 @@
 //
 // Usage:
 //
-//	redlock run [-nodes URLs] -name NAME [-ttl 30s] [-wait 10s] [-fair] [-fencing] [-grace 10s] -- CMD [ARGS...]
+//	redlock run [-nodes URLs] -name NAME [-ttl 30s] [-wait 10s] [-fair] [-fencing] [-permits K] [-grace 10s] -- CMD [ARGS...]
+//	redlock elect [-nodes URLs] -name NAME [-value V] [-ttl 30s] [-wait 0] [-fair] [-grace 10s] -- CMD [ARGS...]
 //	redlock inspect [-nodes URLs] [-json] [-prefix redlock:] NAME
 //	redlock unlock -force [-nodes URLs] [-prefix redlock:] NAME
 //	redlock demo [-nodes 5 | -nodes URL,URL,...] [-duration 10s] [-workers 8]
@@ -16,7 +17,7 @@
 //
 // # Exit statuses
 //
-// redlock run exits with its command's status, so it can wrap any command
+// redlock run and redlock elect exit with their command's status, so they can wrap any command
 // in a script. Its own outcomes therefore use codes that commands rarely
 // use, following timeout(1) and the shell:
 //
@@ -67,7 +68,8 @@ const usage = `usage: redlock <command> [flags]
 
 commands:
   run      take a lock, run a command while holding it, release it
-           (like flock(1) across hosts)
+           (like flock(1) across hosts); -permits K: up to K at once
+  elect    campaign, run a command while leader, resign (like etcdctl elect)
   inspect  show a lock's holder, fair queue, TTL and fence counter on every node
   unlock   -force: take a lock from a stuck holder (an operator's tool)
   demo     start local redis-server nodes and show the lock under contention,
@@ -93,8 +95,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 	// user through redlock's own one-line messages instead.
 	redis.SetLogger(quietRedis{})
 	switch args[0] {
-	case "run":
-		return runCommand(args[1:], stderr)
+	case "run", "elect":
+		return runCommand(args[0], args[1:], stderr)
 	case "inspect":
 		return inspect(args[1:], stdout, stderr)
 	case "unlock":
@@ -114,7 +116,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "redlock: unknown command %q (commands: run, inspect, unlock, demo; see redlock -h)\n", args[0])
+		fmt.Fprintf(stderr, "redlock: unknown command %q (commands: run, elect, inspect, unlock, demo; see redlock -h)\n", args[0])
 		return exitUsage
 	}
 }

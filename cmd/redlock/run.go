@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"os/exec"
 	"time"
 
 	"github.com/quorumlock/redlock"
 )
 
-const runUsage = `usage: redlock run [-nodes URLs] -name NAME [flags] -- CMD [ARGS...]
+const runUsage = `usage: redlock run [-nodes URLs] -name NAME [-permits K] [flags] -- CMD [ARGS...]
 
 Takes the lock NAME over the nodes (renewed every TTL/3 while CMD runs),
 runs CMD with redlock's stdin, stdout and stderr, releases the lock when CMD
@@ -46,6 +47,12 @@ Exit statuses:
   126, 127  CMD could not be started, CMD was not found
   128+N     redlock got signal N while waiting for the lock
 
+With -permits K, NAME is a semaphore of K permits instead of a lock (like
+consul lock -n): up to K "redlock run -permits K" on one name run their CMD
+at once, each holding a permit as it would hold the lock. Every run on the
+name must give the same K (another K exits 2, saying the K stored on the
+nodes); -fair and -fencing do not apply.
+
 Example:
   export REDLOCK_NODES=redis://10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379
   redlock run -name nightly-backup -wait 0 -- /usr/local/bin/backup.sh --full
@@ -53,8 +60,30 @@ Example:
 Flags:
 `
 
-// runConfig holds run's flags and command line.
+const electUsage = `usage: redlock elect [-nodes URLs] -name NAME [-value V] [flags] -- CMD [ARGS...]
+
+Campaigns in the election NAME over the nodes, waits until leader, runs CMD
+while leader and resigns when CMD exits, like etcdctl elect: "redlock run"
+on an election (the lock NAME), with the term and the value published for
+redlock.Election's Leader and Observe. CMD's environment has REDLOCK_TERM,
+the term: strictly greater than every earlier leader's (pass it to what the
+leader writes to, so that it refuses an old leader), and REDLOCK_VALUE.
+Leadership lost while CMD runs stops CMD as "redlock run" does (SIGTERM,
+SIGKILL after -grace) and exits 123. -wait defaults to 0 here: a candidate
+waits until it leads. Exit statuses are those of "redlock run": CMD's own,
+2 bad usage, 123 leadership lost, 124 not leader within -wait, 125
+redlock's own failure, 126/127 CMD not runnable/not found.
+
+Example:
+  redlock elect -name scheduler -value "$(hostname)" -- ./scheduler
+
+Flags:
+`
+
+// runConfig holds the flags and command line of run or elect.
 type runConfig struct {
+	command  string // "run" or "elect"
+	value    string // elect: the value published with leadership
 	urls     []string
 	name     string
 	prefix   string
@@ -63,29 +92,45 @@ type runConfig struct {
 	grace    time.Duration
 	fair     bool
 	fencing  bool
+	permits  int      // > 0: a semaphore of that many permits
 	argv     []string // CMD and its arguments
 	resolved string   // CMD's path, found before the lock is taken
 }
 
-// parseRunFlags returns the config, or false and the exit status after it
-// printed the help or one usage error line.
-func parseRunFlags(args []string, stderr io.Writer) (runConfig, int, bool) {
-	var cfg runConfig
+// printf prints one line of the command's own ("redlock run: ...").
+func (cfg runConfig) printf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "redlock "+cfg.command+": "+format, args...)
+}
+
+// parseRunFlags returns the config of command ("run" or "elect"), or false
+// and the exit status after it printed the help or one usage error line.
+func parseRunFlags(command string, args []string, stderr io.Writer) (runConfig, int, bool) {
+	cfg := runConfig{command: command}
 	var nodes string
-	flags := flag.NewFlagSet("redlock run", flag.ContinueOnError)
+	flags := flag.NewFlagSet("redlock "+command, flag.ContinueOnError)
 	flags.SetOutput(stderr)
+	usage, wait := runUsage, 10*time.Second
+	if command == "elect" {
+		usage, wait = electUsage, 0
+	}
 	flags.Usage = func() {
-		fmt.Fprint(flags.Output(), runUsage)
+		fmt.Fprint(flags.Output(), usage)
 		flags.PrintDefaults()
 	}
 	flags.StringVar(&nodes, "nodes", "", "comma-separated redis:// or rediss:// URLs, one per node (default $"+nodesEnv+")")
 	flags.StringVar(&cfg.name, "name", "", "lock name (required)")
 	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix; keys are PREFIX{NAME}, PREFIX{NAME}:fence, ...")
 	flags.DurationVar(&cfg.ttl, "ttl", redlock.DefaultTTL, "lease TTL: how long others wait if redlock dies without releasing")
-	flags.DurationVar(&cfg.wait, "wait", 10*time.Second, "how long to wait for the lock (0 waits forever)")
+	flags.DurationVar(&cfg.wait, "wait", wait, "how long to wait for the lock (0 waits forever)")
 	flags.DurationVar(&cfg.grace, "grace", 10*time.Second, "after a lost lock, time between CMD's SIGTERM and its SIGKILL")
 	flags.BoolVar(&cfg.fair, "fair", false, "first come, first served among waiters (use it on every run of the name)")
-	flags.BoolVar(&cfg.fencing, "fencing", false, "give CMD a fencing token in $REDLOCK_TOKEN")
+	if command == "elect" {
+		host, _ := os.Hostname()
+		flags.StringVar(&cfg.value, "value", fmt.Sprintf("%s:%d", host, os.Getpid()), "the value published while leader (redlock.Election's Leader)")
+	} else {
+		flags.BoolVar(&cfg.fencing, "fencing", false, "give CMD a fencing token in $REDLOCK_TOKEN")
+		flags.IntVar(&cfg.permits, "permits", 0, "NAME is a semaphore: up to K runs at once (0: a lock)")
+	}
 	if err := flags.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, exitOK, false
@@ -94,7 +139,7 @@ func parseRunFlags(args []string, stderr io.Writer) (runConfig, int, bool) {
 	}
 	cfg.argv = flags.Args()
 	bad := func(format string, args ...any) (runConfig, int, bool) {
-		fmt.Fprintf(stderr, "redlock run: "+format+" (see redlock run -h)\n", args...)
+		cfg.printf(stderr, format+" (see redlock %s -h)\n", append(args, command)...)
 		return cfg, exitUsage, false
 	}
 	urls, err := nodeURLs(nodes)
@@ -104,13 +149,17 @@ func parseRunFlags(args []string, stderr io.Writer) (runConfig, int, bool) {
 	case cfg.name == "":
 		return bad("-name is required")
 	case len(cfg.argv) == 0:
-		return bad("no command: redlock run -name NAME -- CMD [ARGS...]")
+		return bad("no command: redlock %s -name NAME -- CMD [ARGS...]", command)
 	case cfg.ttl <= 0:
 		return bad("-ttl must be positive, got %v", cfg.ttl)
 	case cfg.wait < 0:
 		return bad("-wait must not be negative, got %v (0 waits forever)", cfg.wait)
 	case cfg.grace < 0:
 		return bad("-grace must not be negative, got %v", cfg.grace)
+	case cfg.permits < 0:
+		return bad("-permits must not be negative, got %d (0: a lock)", cfg.permits)
+	case cfg.permits > 0 && (cfg.fair || cfg.fencing):
+		return bad("-fair and -fencing do not apply to a semaphore (-permits)")
 	}
 	cfg.urls = urls
 	return cfg, exitOK, true
@@ -118,13 +167,13 @@ func parseRunFlags(args []string, stderr io.Writer) (runConfig, int, bool) {
 
 // runCommand is the run subcommand: parse, resolve CMD, check the nodes,
 // take the lock, supervise CMD, release.
-func runCommand(args []string, stderr io.Writer) int {
-	cfg, code, ok := parseRunFlags(args, stderr)
+func runCommand(command string, args []string, stderr io.Writer) int {
+	cfg, code, ok := parseRunFlags(command, args, stderr)
 	if !ok {
 		return code
 	}
 	fail := func(code int, format string, args ...any) int {
-		fmt.Fprintf(stderr, "redlock run: "+format+"\n", args...)
+		cfg.printf(stderr, format+"\n", args...)
 		return code
 	}
 	// A command that cannot run should not make others wait for the lock.

@@ -67,11 +67,25 @@ func TestRun_noOverlap(t *testing.T) {
 	for i := range runs {
 		clis = append(clis, startCLI(t, env, "run", "-name", "overlap", "--", "sh", "-c", script, "run"+strconv.Itoa(i), log))
 	}
-	for _, c := range clis {
-		c.wait()
-		c.expect(t, 0)
+	waitAll(t, clis)
+	intervals := readIntervals(t, log)
+	if len(intervals) != runs {
+		t.Fatalf("%d commands wrote intervals, want %d", len(intervals), runs)
 	}
-	type interval struct{ start, end int64 }
+	if most := mostAtOnce(intervals); most != 1 {
+		t.Errorf("%d CMDs ran at once under one lock: %v", most, intervals)
+	}
+}
+
+// interval is when one CMD of a run test started and ended (ns).
+type interval struct{ start, end int64 }
+
+func (i *interval) String() string { return fmt.Sprintf("[%d, %d]", i.start, i.end) }
+
+// readIntervals reads the "ID start|end UNIXNANOS" lines the run tests'
+// commands append to log.
+func readIntervals(t *testing.T, log string) map[string]*interval {
+	t.Helper()
 	intervals := map[string]*interval{}
 	file, err := os.Open(log)
 	if err != nil {
@@ -94,16 +108,65 @@ func TestRun_noOverlap(t *testing.T) {
 			intervals[id].end = at
 		}
 	}
+	if err := scanner.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return intervals
+}
+
+// mostAtOnce is the most intervals that overlap at one moment.
+func mostAtOnce(intervals map[string]*interval) int {
+	most := 0
+	for _, x := range intervals {
+		at := 0 // intervals running when x started, x included
+		for _, y := range intervals {
+			if y.start <= x.start && x.start < y.end {
+				at++
+			}
+		}
+		most = max(most, at)
+	}
+	return most
+}
+
+// waitAll waits for every CLI and expects each to exit 0.
+func waitAll(t *testing.T, clis []*cli) {
+	t.Helper()
+	for _, c := range clis {
+		c.wait()
+		c.expect(t, 0)
+	}
+}
+
+// TestRun_permits: with -permits 2, two CMDs run at once and never three;
+// another count for the name is refused before anything runs.
+func TestRun_permits(t *testing.T) {
+	t.Parallel()
+	env := nodesEnvFor(redistest.Start(t, 3).URLs())
+	log := filepath.Join(t.TempDir(), "intervals")
+	script := `echo "$0 start $(date +%s%N)" >> "$1"; sleep 0.3; echo "$0 end $(date +%s%N)" >> "$1"`
+	const runs = 5
+	var clis []*cli
+	for i := range runs {
+		clis = append(clis, startCLI(t, env, "run", "-name", "pool", "-permits", "2", "--", "sh", "-c", script, "run"+strconv.Itoa(i), log))
+	}
+	waitAll(t, clis)
+	intervals := readIntervals(t, log)
 	if len(intervals) != runs {
 		t.Fatalf("%d commands wrote intervals, want %d", len(intervals), runs)
 	}
-	for a, x := range intervals {
-		for b, y := range intervals {
-			if a < b && x.start < y.end && y.start < x.end {
-				t.Errorf("%s [%d, %d] overlaps %s [%d, %d]", a, x.start, x.end, b, y.start, y.end)
-			}
-		}
+	if most := mostAtOnce(intervals); most != 2 {
+		t.Errorf("at most %d CMDs at once, want 2 (the permits, reached): %v", most, intervals)
 	}
+	other := startCLI(t, env, "run", "-name", "pool", "-permits", "3", "--", "true")
+	other.wait()
+	other.expect(t, exitUsage)
+	if !strings.Contains(other.stderr.String(), "has 2 permits") {
+		t.Errorf("stderr %q does not say the stored count", other.stderr.String())
+	}
+	fair := startCLI(t, env, "run", "-name", "pool", "-permits", "2", "-fair", "--", "true")
+	fair.wait()
+	fair.expect(t, exitUsage)
 }
 
 // TestRun_notAcquired: -wait bounds the wait, and a timeout has its own

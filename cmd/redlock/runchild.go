@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -39,7 +38,7 @@ func holdAndRun(cfg runConfig, client *redlock.Client, ns *nodeSet, stderr io.Wr
 	ok, failed := ns.quorumAnswers(context.Background(), nodeTimeout)
 	ns.close() // done with: this also cuts a ping still out to a paused node
 	if !ok {
-		fmt.Fprintf(stderr, "redlock run: no quorum: %d of %d nodes reachable, %d needed: %s\n",
+		cfg.printf(stderr, "no quorum: %d of %d nodes reachable, %d needed: %s\n",
 			len(ns.clients)-len(failed), len(ns.clients), ns.quorum(), describeNodes(failed))
 		return exitError
 	}
@@ -71,9 +70,16 @@ func acquire(cfg runConfig, client *redlock.Client, sigs <-chan os.Signal, stder
 	// signals; every path below receives its result before returning.
 	done := make(chan result, 1)
 	var locking sync.WaitGroup
-	mutex := client.Mutex(cfg.name)
+	take := client.Mutex(cfg.name).Lock
+	switch {
+	case cfg.command == "elect":
+		election := client.Election(cfg.name)
+		take = func(ctx context.Context) (*redlock.Lease, error) { return election.Campaign(ctx, cfg.value) }
+	case cfg.permits > 0:
+		take = client.Semaphore(cfg.name, cfg.permits).Acquire
+	}
 	locking.Go(func() {
-		lease, err := mutex.Lock(ctx)
+		lease, err := take(ctx)
 		done <- result{lease, err}
 	})
 	var r result
@@ -84,9 +90,9 @@ func acquire(cfg runConfig, client *redlock.Client, sigs <-chan os.Signal, stder
 		r = <-done
 		locking.Wait()
 		if r.lease != nil { // granted just as the signal came: give it back
-			release(r.lease, stderr)
+			release(cfg, r.lease, stderr)
 		}
-		fmt.Fprintf(stderr, "redlock run: %v while waiting for lock %q\n", sig, cfg.name)
+		cfg.printf(stderr, "%v while waiting for lock %q\n", sig, cfg.name)
 		return nil, exitSignalBase + signalNumber(sig)
 	}
 	locking.Wait()
@@ -95,21 +101,24 @@ func acquire(cfg runConfig, client *redlock.Client, sigs <-chan os.Signal, stder
 	case err == nil:
 		return r.lease, exitOK
 	case errors.Is(err, redlock.ErrConfig):
-		fmt.Fprintf(stderr, "redlock run: %s (see redlock run -h)\n", oneLine(err))
+		cfg.printf(stderr, "%s (see redlock %s -h)\n", oneLine(err), cfg.command)
 		return nil, exitUsage
 	case errors.Is(err, redlock.ErrKeyConflict):
 		// Waiting cannot fix it: Lock returned at once.
-		fmt.Fprintf(stderr, "redlock run: lock %q: %s\n", cfg.name, oneLine(err))
+		cfg.printf(stderr, "lock %q: %s\n", cfg.name, oneLine(err))
 		return nil, exitError
 	case errors.Is(err, redlock.ErrNoQuorum):
-		fmt.Fprintf(stderr, "redlock run: no quorum for lock %q: %s\n", cfg.name, describeNodes(nodeErrors(err)))
+		cfg.printf(stderr, "no quorum for lock %q: %s\n", cfg.name, describeNodes(nodeErrors(err)))
 		return nil, exitError
+	case errors.Is(context.Cause(ctx), errWaitOver) && errors.Is(err, redlock.ErrNotAcquired) && cfg.permits > 0:
+		cfg.printf(stderr, "no permit of semaphore %q within %v: all %d are held\n", cfg.name, cfg.wait, cfg.permits)
+		return nil, exitNotAcquired
 	case errors.Is(context.Cause(ctx), errWaitOver) && errors.Is(err, redlock.ErrNotAcquired):
-		fmt.Fprintf(stderr, "redlock run: lock %q not acquired within %v: another owner holds it (see redlock inspect %s)\n",
+		cfg.printf(stderr, "lock %q not acquired within %v: another owner holds it (see redlock inspect %s)\n",
 			cfg.name, cfg.wait, cfg.name)
 		return nil, exitNotAcquired
 	}
-	fmt.Fprintf(stderr, "redlock run: lock %q: %s\n", cfg.name, oneLine(err))
+	cfg.printf(stderr, "lock %q: %s\n", cfg.name, oneLine(err))
 	return nil, exitError
 }
 
@@ -122,8 +131,8 @@ func supervise(cfg runConfig, lease *redlock.Lease, sigs <-chan os.Signal, stder
 	cmd.Env = childEnv(cfg, lease)
 	defer dieWithRedlock(cmd)()
 	if err := cmd.Start(); err != nil {
-		release(lease, stderr)
-		fmt.Fprintf(stderr, "redlock run: %s: %s\n", cfg.argv[0], oneLine(err))
+		release(cfg, lease, stderr)
+		cfg.printf(stderr, "%s: %s\n", cfg.argv[0], oneLine(err))
 		return exitCannotInvoke
 	}
 	// Stdin, stdout and stderr are files, so Wait starts no copying
@@ -142,9 +151,9 @@ func supervise(cfg runConfig, lease *redlock.Lease, sigs <-chan os.Signal, stder
 			if !lost && lease.Err() != nil {
 				// Lost as CMD exited: it may have acted unprotected.
 				lost = true
-				fmt.Fprintf(stderr, "redlock run: lock %q lost as %s exited: %s\n", cfg.name, cfg.argv[0], oneLine(lease.Err()))
+				cfg.printf(stderr, "lock %q lost as %s exited: %s\n", cfg.name, cfg.argv[0], oneLine(lease.Err()))
 			}
-			release(lease, stderr)
+			release(cfg, lease, stderr)
 			if lost {
 				return exitLost
 			}
@@ -153,7 +162,7 @@ func supervise(cfg runConfig, lease *redlock.Lease, sigs <-chan os.Signal, stder
 			_ = cmd.Process.Signal(sig)
 		case <-leaseDone:
 			leaseDone, lost = nil, true
-			fmt.Fprintf(stderr, "redlock run: lock %q lost while %s ran (%s): sent it SIGTERM, SIGKILL in %v\n",
+			cfg.printf(stderr, "lock %q lost while %s ran (%s): sent it SIGTERM, SIGKILL in %v\n",
 				cfg.name, cfg.argv[0], oneLine(context.Cause(lease.Context())), cfg.grace)
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			timer := time.NewTimer(cfg.grace)
@@ -168,12 +177,12 @@ func supervise(cfg runConfig, lease *redlock.Lease, sigs <-chan os.Signal, stder
 
 // release gives the lock back. After a loss the holds left on reachable
 // nodes still go, so the next holder need not wait for their TTL.
-func release(lease *redlock.Lease, stderr io.Writer) {
+func release(cfg runConfig, lease *redlock.Lease, stderr io.Writer) {
 	held := lease.Err() == nil
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	if err := lease.Unlock(ctx); err != nil && held {
-		fmt.Fprintf(stderr, "redlock run: release: %s; the lock expires at its TTL\n", oneLine(err))
+		cfg.printf(stderr, "release: %s; the lock expires at its TTL\n", oneLine(err))
 	}
 }
 
@@ -191,6 +200,9 @@ func childEnv(cfg runConfig, lease *redlock.Lease) []string {
 	env = append(env, "REDLOCK_NAME="+cfg.name, "REDLOCK_OWNER="+lease.Owner())
 	if cfg.fencing {
 		env = append(env, "REDLOCK_TOKEN="+strconv.FormatUint(lease.Token(), 10))
+	}
+	if cfg.command == "elect" {
+		env = append(env, "REDLOCK_TERM="+strconv.FormatUint(lease.Token(), 10), "REDLOCK_VALUE="+cfg.value)
 	}
 	return env
 }

@@ -24,6 +24,11 @@ func TestUsage(t *testing.T) {
 		{env, []string{"run", "-name", "x", "-ttl", "-1s", "--", "true"}, "redlock run: -ttl must be positive"},
 		{[]string{nodesEnv + "="}, []string{"run", "-name", "x", "--", "true"}, "redlock run: no nodes"},
 		{env, []string{"run", "-nodes", "http://h:1", "-name", "x", "--", "true"}, "redlock run: node 0: redis: invalid URL scheme"},
+		{env, []string{"run", "-name", "x", "-permits", "-1", "--", "true"}, "redlock run: -permits must not be negative"},
+		{env, []string{"run", "-name", "x", "-permits", "2", "-fencing", "--", "true"}, "redlock run: -fair and -fencing do not apply"},
+		{env, []string{"elect", "-name", "x"}, "redlock elect: no command"},
+		{env, []string{"elect", "--", "true"}, "redlock elect: -name is required"},
+		{env, []string{"elect", "-permits", "2", "-name", "x", "--", "true"}, "usage: redlock elect"},
 		{env, []string{"inspect"}, "redlock inspect: no lock name"},
 		{env, []string{"inspect", "-bogus", "x"}, "usage: redlock inspect"},
 		{env, []string{"inspect", "x", "y"}, `redlock inspect: unexpected argument "y"`},
@@ -36,7 +41,7 @@ func TestUsage(t *testing.T) {
 			t.Errorf("%v: wrote to stdout: %s", c.cmd.Args[1:], c.stdout.String())
 		}
 	}
-	for _, command := range []string{"run", "inspect", "demo"} {
+	for _, command := range []string{"run", "elect", "inspect", "demo"} {
 		c := runCLI(t, env, command, "-h")
 		c.expect(t, exitOK, "usage: redlock "+command, "Example:", "-nodes")
 		if command != "demo" && !strings.Contains(c.stderr.String(), "125") {
