@@ -55,6 +55,12 @@ func (c *Clock) local() time.Time {
 	return time.Now()
 }
 
+// readings is how many times measure reads each node's clock, one after
+// another, keeping the reading of the shortest round trip: an offset is
+// off by at most half the round trip it was read in, and one reading can
+// be held up (a stalled goroutine, a busy sender) on its way out.
+const readings = 3
+
 // measure reads every node's clock at once and returns the median offset
 // over the first majority of nodes to answer (or over all that answered,
 // when fewer did): a paused node does not hold it up.
@@ -66,24 +72,16 @@ func (c *Clock) measure(ctx context.Context, q *Queue) (time.Duration, bool) {
 	enough := make(chan struct{})
 	majority := len(q.Nodes)/2 + 1
 	var group errgroup.Group
-	clockOnly := q.Keys
-	clockOnly.Guard = 0 // only the clock is read: a node that lost its data has one
-	for i, n := range q.Nodes {
+	for i := range q.Nodes {
 		group.Go(func() error {
 			ctx, cancel := context.WithTimeout(ctx, q.NodeTimeout)
 			defer cancel()
-			sent := c.local()
-			fence, err := n.ReadFence(ctx, clockOnly)
-			if err != nil {
-				if q.OnError != nil && !errors.Is(err, context.Canceled) {
-					q.OnError(i, err)
-				}
+			offset, ok := c.read(ctx, q, i)
+			if !ok {
 				return nil
 			}
-			received := c.local()
-			midway := sent.Add(received.Sub(sent) / 2)
 			mu.Lock()
-			offsets = append(offsets, fence.Clock.Sub(midway))
+			offsets = append(offsets, offset)
 			if len(offsets) == majority {
 				close(enough)
 			}
@@ -120,4 +118,30 @@ func (c *Clock) measure(ctx context.Context, q *Queue) (time.Duration, bool) {
 	measured := slices.Clone(offsets)
 	slices.Sort(measured)
 	return measured[len(measured)/2], true
+}
+
+// read returns node i's offset from the best of up to readings readings
+// of its clock (the one of the shortest round trip), and false when none
+// succeeded.
+func (c *Clock) read(ctx context.Context, q *Queue, i int) (time.Duration, bool) {
+	clockOnly := q.Keys
+	clockOnly.Guard = 0 // only the clock is read: a node that lost its data has one
+	var best, bestTrip time.Duration
+	ok := false
+	for range readings {
+		sent := c.local()
+		fence, err := q.Nodes[i].ReadFence(ctx, clockOnly)
+		if err != nil {
+			if !ok && q.OnError != nil && !errors.Is(err, context.Canceled) {
+				q.OnError(i, err)
+			}
+			break
+		}
+		received := c.local()
+		trip := received.Sub(sent)
+		if !ok || trip < bestTrip {
+			best, bestTrip, ok = fence.Clock.Sub(sent.Add(trip/2)), trip, true
+		}
+	}
+	return best, ok
 }

@@ -3,6 +3,7 @@ package fair_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -125,6 +126,25 @@ func TestClock_measuresTheNodesTime(t *testing.T) {
 	}
 	if got := none.Now(context.Background(), q); time.Since(got).Abs() > time.Second {
 		t.Fatalf("with no node answering, Clock.Now is %v off the local clock", time.Since(got))
+	}
+}
+
+// One reading held up on its way out (the clock read, then a stall before
+// the call is sent) would put the offset off by half the stall; the best
+// of the readings is kept.
+func TestClock_aStalledReadingDoesNotSkewTheOffset(t *testing.T) {
+	cluster := redistest.Start(t, 1)
+	q := &fair.Queue{Nodes: nodesOf(t, cluster), Keys: node.Keys{Fence: "f", Marker: "redlock:node"}, NodeTimeout: time.Second}
+	const stall = 60 * time.Millisecond
+	var calls atomic.Int64
+	clock := fair.Clock{Local: func() time.Time {
+		if calls.Add(1) == 2 { // the first reading's send (Now reads the clock first)
+			return time.Now().Add(-stall)
+		}
+		return time.Now()
+	}}
+	if off := time.Since(clock.Now(context.Background(), q)).Abs(); off > stall/6 {
+		t.Fatalf("Clock.Now is %v off the node's time after one stalled reading", off)
 	}
 }
 
