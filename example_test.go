@@ -155,6 +155,35 @@ func ExampleClient_Inspect() {
 	// held after ForceUnlock: false
 }
 
+// Many readers at once or one writer, across every process; a reader
+// cannot turn its read hold into a write hold (it would deadlock with
+// another reader doing the same), it gets an error at once instead.
+func ExampleRWMutex() {
+	urls, stop := exampleNodes()
+	defer stop()
+	client, _ := redlock.Dial(urls)
+	defer client.Close()
+
+	ctx := context.Background()
+	config := client.RWMutex("config")
+	a, _ := config.RLock(ctx)
+	b, _ := config.RLock(ctx) // readers share it
+	_, err := config.TryLock(ctx)
+	fmt.Println("writer while read:", errors.Is(err, redlock.ErrNotAcquired))
+	_, err = config.Lock(a.Context()) // upgrade: refused at once
+	fmt.Println("upgrade:", errors.Is(err, redlock.ErrNotAcquired))
+
+	_ = a.Unlock(ctx)
+	_ = b.Unlock(ctx)
+	w, err := config.TryLock(ctx)
+	fmt.Println("writer after the reads:", err == nil)
+	_ = w.Unlock(ctx)
+	// Output:
+	// writer while read: true
+	// upgrade: true
+	// writer after the reads: true
+}
+
 // At most two exports run at once, across every process that uses the
 // semaphore; a third waits, or with TryAcquire gives up at once.
 func ExampleSemaphore() {

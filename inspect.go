@@ -20,6 +20,9 @@ type LockInfo struct {
 	Held  bool
 	Holds int    // that owner's hold count (the least over that quorum)
 	Owner string // that owner's fingerprint (never the owner id itself)
+	// Readers: that owner is the readers of an RWMutex (Owner is then
+	// node.Fingerprint(node.Readers), and Holds counts read holds).
+	Readers bool
 	// PTTL is how long a quorum still holds it: the smallest remaining
 	// TTL over the quorum of its nodes whose keys live longest (-1 ms: no
 	// expiry on any of them).
@@ -109,6 +112,7 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 	for owner, count := range holders {
 		if count >= need {
 			info.Held, info.Owner = true, owner
+			info.Readers = owner == node.Fingerprint(node.Readers)
 		}
 	}
 	if info.Held {

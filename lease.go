@@ -147,18 +147,24 @@ type lease struct {
 }
 
 func newLease(parent context.Context, m *Mutex, owner, hold string, start, until time.Time) *lease {
-	ctx, cancel := context.WithCancelCause(reentrant.WithOwner(context.WithoutCancel(parent), owner))
 	l := &lease{
 		mutex:     m,
 		owner:     owner,
 		hold:      hold,
 		acquired:  start,
-		ctx:       ctx,
-		cancel:    cancel,
 		until:     until,
 		unsure:    make([]bool, len(m.client.nodes)),
 		unreached: make([]bool, len(m.client.nodes)),
 	}
+	values := context.WithoutCancel(parent)
+	if m.reader {
+		// A read hold: its Context says so (RLock with it re-enters, Lock
+		// with it is refused), and keeps the caller's owner, if any.
+		values = withReadHold(values, l)
+	} else {
+		values = reentrant.WithOwner(values, owner)
+	}
+	l.ctx, l.cancel = context.WithCancelCause(values)
 	// Under mu: the timer may fire before AfterFunc returns.
 	l.mu.Lock()
 	l.expiry = time.AfterFunc(time.Until(until), l.expire)
@@ -312,9 +318,9 @@ func (l *lease) called(i int, err error) {
 // Lock returned: one whose fate is unknown is released again once the
 // lease is gone.
 func (l *lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
-	if reply.Vote != quorum.Yes {
+	if reply.Vote != quorum.Yes && !l.mutex.reader {
 		// Refused late: the node queued us (and may hand us the lock
-		// later); we hold the lock, so leave.
+		// later); we hold the lock, so leave. (Readers never queue.)
 		l.mutex.queue.Leave(context.Background(), []int{i}, l.owner)
 	}
 	l.mu.Lock()

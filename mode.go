@@ -42,6 +42,9 @@ func newMode(m *Mutex) (mode, *fair.Queue) {
 		Background: &c.background,
 	}
 	w := waiters{m: m, queue: q}
+	if m.reader {
+		return readMode{m: m, channel: m.keys.lock + readersChannel}, q
+	}
 	if q.Fair {
 		return fairMode{w}, q
 	}

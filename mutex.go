@@ -24,6 +24,9 @@ type Mutex struct {
 	mode     mode        // plain or fair
 	queue    *fair.Queue // the waiters on the nodes
 	err      error       // invalid configuration, reported by Lock and TryLock
+	// reader: the read side of an RWMutex. Its holds are read holds, kept
+	// on the nodes under the shared owner node.Readers (see readMode).
+	reader bool
 }
 
 // Name is the lock's name.
@@ -82,6 +85,7 @@ type call struct {
 	watcher *pubsub.Watcher             // release notices, once waiting
 	granted quorum.Tally[node.Acquired] // the winning round, for fair clean-up
 	undos   []<-chan struct{}           // undos of failed attempts still running
+	nested  bool                        // a read hold inside a read hold of ctx
 }
 
 // undoing records the undo of a failed attempt, running in the
@@ -111,14 +115,21 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 	}
 	defer c.end()
 	owner, explicit := reentrant.Owner(ctx)
-	if explicit && owner == "" {
+	switch {
+	case explicit && owner == "":
 		return nil, fmt.Errorf("%w: empty owner in context", ErrConfig)
-	}
-	if !explicit {
+	case explicit && owner == node.Readers && !m.reader:
+		return nil, fmt.Errorf("%w: the owner %q is kept for the read holds of an RWMutex", ErrConfig, owner)
+	case m.reader:
+		owner = node.Readers // every read hold is the readers'
+	case !explicit:
 		owner = reentrant.NewID()
 	}
 	began := time.Now()
 	k := &call{m: m, owner: owner, wait: wait}
+	if m.reader {
+		k.nested = readHeld(ctx, m) != nil
+	}
 	if err := k.enter(ctx); err != nil {
 		return nil, err
 	}
@@ -196,6 +207,10 @@ func (k *call) enter(ctx context.Context) error { return k.m.mode.enter(ctx, k) 
 // watch starts waking k on release notices.
 func (k *call) watch(ctx context.Context) {
 	m := k.m
+	if r, ok := m.mode.(readMode); ok {
+		r.watch(ctx, k)
+		return
+	}
 	k.watcher = m.client.hub.Watch(ctx, m.queue.Channel, m.settings.quorumOf(len(m.client.nodes)), fair.ForHead(k.owner))
 }
 

@@ -234,6 +234,12 @@ const closeGrace = 100 * time.Millisecond
 // (an empty name, a bad option) is reported by Lock and TryLock as
 // ErrConfig.
 func (c *Client) Mutex(name string, opts ...Option) *Mutex {
+	return c.newMutex(name, opts, nil)
+}
+
+// newMutex builds a Mutex; setup, when not nil, adjusts it before its mode
+// and queue are made from it (RWMutex's two sides).
+func (c *Client) newMutex(name string, opts []Option, setup func(*Mutex)) *Mutex {
 	m := &Mutex{client: c, name: name, settings: c.defaults.with(opts)}
 	m.err = m.settings.validate(len(c.nodes))
 	if name == "" {
@@ -241,6 +247,9 @@ func (c *Client) Mutex(name string, opts ...Option) *Mutex {
 	}
 	m.keys = keysFor(m.settings.keyPrefix, name, c.restartGuard(m.settings))
 	m.keys.clock = m.settings.clockCheck()
+	if setup != nil {
+		setup(m)
+	}
 	m.mode, m.queue = newMode(m)
 	return m
 }
@@ -302,14 +311,17 @@ func (c *Client) nodeError(s *settings, index int, err error) *NodeError {
 // every key of a lock lands in one Redis Cluster slot.
 type keys struct {
 	lock, gone, fence, queue, alive, wake, channel string
-	marker                                         string          // the node's marker of complete data (not the lock's)
-	guard                                          time.Duration   // the restart guard (see WithRestartGuard)
-	clock                                          node.ClockCheck // the clock check (see WithClockCheck)
+	// readers: a read-write lock's writer tells its waiting readers there
+	// when its release frees the lock (see node.Keys.Readers); "" otherwise
+	readers string
+	marker  string          // the node's marker of complete data (not the lock's)
+	guard   time.Duration   // the restart guard (see WithRestartGuard)
+	clock   node.ClockCheck // the clock check (see WithClockCheck)
 }
 
 func (k keys) node() node.Keys {
 	return node.Keys{Lock: k.lock, Gone: k.gone, Fence: k.fence, Queue: k.queue, Alive: k.alive, Wake: k.wake,
-		Marker: k.marker, Guard: k.guard, Clock: k.clock}
+		Marker: k.marker, Guard: k.guard, Clock: k.clock, Readers: k.readers}
 }
 
 func keysFor(prefix, name string, guard time.Duration) keys {

@@ -107,6 +107,11 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 	if tally.Yes >= need && time.Now().Before(until) && stopWatch() {
 		lease := newLease(ctx, m, owner, hold, start, until)
 		lease.order = order
+		if !k.gated {
+			// Fair writers and readers never entered the Client's gate:
+			// their release must not leave an entry of another owner's.
+			lease.gateOnce.Do(func() {})
+		}
 		// Every answer in by now is in this tally, and every later one
 		// goes to lateAcquire: none is missed.
 		k.granted = round.Detach(lease.lateAcquire)
@@ -245,6 +250,9 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 	case conflicted:
 		result.err = &stopError{v.with(fmt.Errorf("%w on %d of %d nodes, so no quorum can agree: remove the key or use another key prefix",
 			ErrKeyConflict, conflicts, v.n))}
+	case result.held && holds > v.n-need && m.reader && behind(replies, holder):
+		result.err = v.with(fmt.Errorf("%w: a writer waits for it on %d of %d nodes, and readers arriving after a waiting writer wait for it",
+			ErrNotAcquired, holds, v.n))
 	case result.held && holds > v.n-need:
 		result.err = v.with(fmt.Errorf("%w: held by another owner on %d of %d nodes", ErrNotAcquired, holds, v.n))
 	case v.yes >= need:
@@ -257,4 +265,12 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 		result.err = fmt.Errorf("%w: votes split, %d of %d needed", ErrNotAcquired, v.yes, need)
 	}
 	return result
+}
+
+// behind reports whether some refusal by holder was a waiting writer's
+// (a reader refused while holder waits; see node.AcquireRead).
+func behind(replies []quorum.Reply[node.Acquired], holder string) bool {
+	return slices.ContainsFunc(replies, func(r quorum.Reply[node.Acquired]) bool {
+		return r.Vote == quorum.No && r.Value.Holder == holder && r.Value.Behind
+	})
 }

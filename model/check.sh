@@ -38,6 +38,7 @@ check() {
 		*permitted*) what="more than K permits valid at once" ;;
 		*agreed*) what="two counts passed the permits check" ;;
 		*holding*|*VALID*) what="two valid leases at once" ;;
+		*writeLease*) what="a writer overlapped a reader" ;;
 		*releasedOn*) what="a released hold granted again" ;;
 		*) what="assertion violated" ;;
 		esac
@@ -78,6 +79,17 @@ check neg-semaphore-counts      semaphore.pml fail -DCOUNTS
 check neg-permits-mismatch      semaphore.pml fail -DMISMATCH
 check neg-permits-check-restart semaphore.pml fail -DMISMATCH -DPERMITCHECK -DCRASH -DMAXCLOCK=2
 check neg-semaphore-shared-owner semaphore.pml fail -DSHARED
+# The read-write lock (rwlock.pml).
+check rwlock                      rwlock.pml pass
+check rwlock-renewals             rwlock.pml pass -DRENEWS2=1 -DWRENEWS=1 -DTRIES=1 -DMAXCLOCK=2
+check rwlock-plain-writer         rwlock.pml pass -DPLAIN
+check rwlock-restart-after-ttl    rwlock.pml pass -DCRASH -DTRIES=1
+check rwlock-late                 rwlock.pml pass -DLATE -DTRIES=1 -DMAXCLOCK=2
+check neg-read-ignores-writer     rwlock.pml fail -DREADIGNORESWRITER
+check neg-writer-joins-readers    rwlock.pml fail -DWRITERJOINSREADERS
+check neg-release-deletes-readers rwlock.pml fail -DRELEASEDELETES
+check neg-read-join-keeps-expiry  rwlock.pml fail -DJOINKEEPSEXPIRY
+check neg-renew-join-keeps-expiry rwlock.pml fail -DRENEWJOINKEEPSEXPIRY
 
 if [ "$failed" -ne 0 ]; then
 	echo "model: FAILED ($((SECONDS - started))s)"

@@ -123,6 +123,10 @@ type Keys struct {
 	Guard  time.Duration
 	// Clock is the clock check of the calls that vote (see ClockCheck).
 	Clock ClockCheck
+	// Readers is the channel of a read-write lock's waiting readers, told
+	// by a release that frees the lock with no writer waiting; "" for a
+	// lock without readers.
+	Readers string
 }
 
 // Acquired is a node's answer to an acquire.

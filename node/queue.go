@@ -80,7 +80,7 @@ func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner
 // fate of an acquire (or renewal) of the hold is unknown.
 func (n *Node) Release(ctx context.Context, keys Keys, owner, hold string, tombstone, window time.Duration) (Released, string, error) {
 	reply, err := n.run(ctx, releaseScript, ClockCheck{}, keys.queued(),
-		owner, hold, milliseconds(window), tombstoneMilliseconds(tombstone)).Result()
+		owner, hold, milliseconds(window), tombstoneMilliseconds(tombstone), keys.Readers).Result()
 	if err != nil {
 		return 0, "", err
 	}
@@ -92,7 +92,7 @@ func (n *Node) Release(ctx context.Context, keys Keys, owner, hold string, tombs
 // where the grant had taken it off. When owner heads the queue, the lock
 // is left free for its next attempt.
 func (n *Node) ReleaseKeepingPlace(ctx context.Context, keys Keys, owner, hold string, w Waiter, window time.Duration) (Released, string, error) {
-	args := append([]any{owner, hold, milliseconds(window), "0"}, w.args()[:3]...)
+	args := append([]any{owner, hold, milliseconds(window), "0", keys.Readers}, w.args()[:3]...)
 	reply, err := n.run(ctx, releaseScript, ClockCheck{}, keys.queued(), args...).Result()
 	if err != nil {
 		return 0, "", err

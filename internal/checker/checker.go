@@ -23,6 +23,11 @@ type Grant struct {
 	Acquired time.Time
 	Released time.Time
 	Until    time.Time
+	// Shared: a read hold of a read-write lock. Read holds may overlap
+	// each other (they share one Owner, the readers'), never another
+	// owner's grant; they carry no token, and are left out of the token
+	// check.
+	Shared bool
 }
 
 // End is the end of the interval in which the holder could act.
@@ -136,10 +141,13 @@ func checkName(grants []Grant) []Violation {
 		if prev, ok := reach.other(g.Owner); ok && prev.End().After(g.Acquired) {
 			violations = append(violations, Violation{Name: g.Name, First: prev, Second: g, Reason: "overlapping grants"})
 		}
+		reach.offer(g, func(a, b Grant) bool { return a.End().After(b.End()) })
+		if g.Shared {
+			continue
+		}
 		if prev, ok := fence.other(g.Owner); ok && (prev.Token != 0 || g.Token != 0) && g.Token <= prev.Token {
 			violations = append(violations, Violation{Name: g.Name, First: prev, Second: g, Reason: "fencing token did not increase"})
 		}
-		reach.offer(g, func(a, b Grant) bool { return a.End().After(b.End()) })
 		fence.offer(g, func(a, b Grant) bool { return a.Token > b.Token })
 	}
 	return violations

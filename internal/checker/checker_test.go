@@ -132,3 +132,31 @@ func TestChecker_Limit(t *testing.T) {
 		})
 	}
 }
+
+// Read holds (one shared owner) may overlap each other and carry no token;
+// a writer's grant may overlap none of them, and writers' tokens still
+// increase across the reads between them.
+func TestChecker_sharedReads(t *testing.T) {
+	base := time.Now()
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	read := func(from, to int) Grant {
+		return Grant{Name: "rw", Owner: "readers", Shared: true, Acquired: at(from), Released: at(to), Until: at(to + 100)}
+	}
+	write := func(owner string, token uint64, from, to int) Grant {
+		return Grant{Name: "rw", Owner: owner, Token: token, Acquired: at(from), Released: at(to), Until: at(to + 100)}
+	}
+	c := New()
+	for _, g := range []Grant{write("w1", 5, 0, 10), read(10, 40), read(15, 30), read(20, 50), write("w2", 8, 50, 60), read(60, 70)} {
+		c.Record(g)
+	}
+	if err := c.Err(); err != nil {
+		t.Fatalf("overlapping reads between writes: %v", err)
+	}
+	c.Record(write("w3", 7, 45, 48)) // inside the read 20..50
+	c.Record(write("w4", 4, 80, 90)) // a token lower than w2's, after a read
+	violations := c.Violations()
+	if len(violations) != 2 || violations[0].Reason != "overlapping grants" || violations[0].Second.Owner != "w3" ||
+		violations[1].Reason != "fencing token did not increase" || violations[1].Second.Owner != "w4" {
+		t.Fatalf("violations %v; want w3 overlapping a read, then w4's token", violations)
+	}
+}

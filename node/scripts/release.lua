@@ -12,12 +12,17 @@
 --          this hold may still arrive (a call's fate was unknown to the
 --          client), the hold id is recorded for that long so that the late
 --          acquire is refused (acquire.lua, acquire_queued.lua, renew.lua)
--- ARGV[5]  optional: the owner's ticket, to put it back in the queue (the
+-- ARGV[5]  the channel of a read-write lock's waiting readers, or "": when
+--          this release frees the lock and no writer waits for it (none
+--          was handed it, and none is queued: a waiter undoing its own
+--          attempt stays queued), the readers are told there (see
+--          acquire_read.lua)
+-- ARGV[6]  optional: the owner's ticket, to put it back in the queue (the
 --          undo of a failed attempt by a waiter that will try again: the
 --          grant took it off this node's queue, and without its place here
 --          the nodes would name different heads)
--- ARGV[6]  with ARGV[5]: its heartbeat lifetime in milliseconds
--- ARGV[7]  with ARGV[5]: the channel its notices go to
+-- ARGV[7]  with ARGV[6]: its heartbeat lifetime in milliseconds
+-- ARGV[8]  with ARGV[6]: the channel its notices go to
 --
 -- Reply:  {2, who}  hold removed, it was the last: the lock went to the
 --                   waiter whose fingerprint is who, or was deleted (who
@@ -37,8 +42,8 @@ if life > 0 then
   redis.call('ZADD', KEYS[2], node_now() + life, hold)
   lengthen(KEYS[2], life)
 end
-if ARGV[5] then
-  enqueue(q, node_now(), owner, ARGV[5], tonumber(ARGV[6]), ARGV[7])
+if ARGV[6] then
+  enqueue(q, node_now(), owner, ARGV[6], tonumber(ARGV[7]), ARGV[8])
 end
 local fields = redis.call('HMGET', q.lock, 'owner', hold, 'handed')
 local holder, held = fields[1], fields[2]
@@ -46,7 +51,7 @@ if holder == owner and fields[3] then
   -- Handed to this owner, which is done with the lock (it holds it on
   -- other nodes, or gives up): on to the next waiter.
   redis.call('DEL', q.lock)
-  hand(q, tonumber(ARGV[3]), hold, ARGV[5] and owner or nil)
+  hand(q, tonumber(ARGV[3]), hold, ARGV[6] and owner or nil)
   return 0
 end
 if holder == false or holder ~= owner or held == false then
@@ -60,4 +65,8 @@ if redis.call('HLEN', q.lock) > 2 then
   return 1
 end
 redis.call('DEL', q.lock)
-return {2, hand(q, tonumber(ARGV[3]), hold, ARGV[5] and owner or nil)}
+local who = hand(q, tonumber(ARGV[3]), hold, ARGV[6] and owner or nil)
+if who == '' and ARGV[5] ~= '' and not has_waiters(q) then
+  redis.call('PUBLISH', ARGV[5], hold .. ' ')
+end
+return {2, who}
