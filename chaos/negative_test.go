@@ -58,6 +58,24 @@ func TestUnsafe_majorityRestartedEmpty_election(t *testing.T) {
 	c.requireViolation(r, "overlapping grants")
 }
 
+// The same, the read-write lock alone: a writer gets the lock while read
+// holds are valid (or the reverse). The checker must see a writer's grant
+// overlapping a reader's.
+func TestUnsafe_majorityRestartedEmpty_rw(t *testing.T) {
+	options := append(unsafeOptions(3*time.Second), redlock.WithRestartGuard(0))
+	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: options})
+	r := restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond, Modes: []workload.Mode{workload.RW}},
+		3500*time.Millisecond, 900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond)
+	c.report(r)
+	for _, v := range r.check.Violations() {
+		if v.Reason == "overlapping grants" && v.First.Shared != v.Second.Shared {
+			t.Logf("first writer-over-reader violation: %v", v)
+			return
+		}
+	}
+	t.Fatal("the negative control produced no writer overlapping a reader: the setup no longer breaks the lock that way, or the checker misses it")
+}
+
 // The restart guard on (its default, the TTL): the nodes restarted empty
 // do not vote until a TTL after they found their data gone, so no second
 // owner gets the lock, and locking resumes after the guard: with a 2 s

@@ -8,7 +8,11 @@
 // mode. The Election mode campaigns in an election: a leader is a holder,
 // its term the token. The Semaphore mode takes a permit of a semaphore of
 // SemaphorePermits: its record counts the holders inside, and the checker
-// allows that many grants at once and no more.
+// allows that many grants at once and no more. The RW mode takes a
+// read-write lock, two reads to a write: a reader reads its record twice,
+// and a change between the reads made while its lease was valid is a lost
+// update (a writer wrote under a read hold); the checker lets read holds
+// overlap each other, never a writer's.
 // All workers run in one process, so the checker compares times on one
 // monotonic clock.
 package workload
@@ -22,6 +26,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/checker"
+	"github.com/quorumlock/redlock/node"
 )
 
 // Mode is how a worker takes its lock.
@@ -40,6 +45,7 @@ const (
 	Multi     Mode = "multi"
 	Election  Mode = "election"
 	Semaphore Mode = "semaphore"
+	RW        Mode = "rw"
 )
 
 // SemaphorePermits is the count of the Semaphore mode's semaphore: fewer
@@ -47,7 +53,7 @@ const (
 const SemaphorePermits = 2
 
 // AllModes lists every mode.
-var AllModes = []Mode{Plain, Fair, Fenced, Multi, Election, Semaphore}
+var AllModes = []Mode{Plain, Fair, Fenced, Multi, Election, Semaphore, RW}
 
 // Config describes a run.
 type Config struct {
@@ -109,7 +115,7 @@ func Run(ctx context.Context, cfg Config, stats *Stats) {
 		hold = time.Millisecond
 	}
 	records := map[string]*record{}
-	for _, name := range []string{"plain", "fair", "fenced", "multi-a", "multi-b", "election"} {
+	for _, name := range []string{"plain", "fair", "fenced", "multi-a", "multi-b", "election", "rw"} {
 		records[name] = &record{}
 	}
 	if slices.Contains(modes, Semaphore) {
@@ -155,6 +161,15 @@ func Locker(c *redlock.Client, mode Mode, opts ...redlock.Option) func(context.C
 	}
 	opts = append(slices.Clip(opts), redlock.WithFencing())
 	switch mode {
+	case RW:
+		read, write := ReadWrite(c, opts...)
+		var calls atomic.Int64
+		return func(ctx context.Context) (*redlock.Lease, error) {
+			if calls.Add(1)%3 == 0 {
+				return write(ctx)
+			}
+			return read(ctx)
+		}
 	case Fair:
 		return c.Mutex("fair", append(opts, redlock.WithFair())...).Lock
 	case Fenced:
@@ -163,6 +178,19 @@ func Locker(c *redlock.Client, mode Mode, opts ...redlock.Option) func(context.C
 		return redlock.Multi(c.Mutex("multi-a", opts...), c.Mutex("multi-b", opts...)).Lock
 	}
 	return c.Mutex("plain", opts...).Lock
+}
+
+// ReadWrite returns RLock and Lock of the RW mode's lock on c, as the
+// workers take it (opts, then WithFencing: the writer's tokens).
+func ReadWrite(c *redlock.Client, opts ...redlock.Option) (read, write func(context.Context) (*redlock.Lease, error)) {
+	rw := c.RWMutex("rw", append(slices.Clip(opts), redlock.WithFencing())...)
+	return rw.RLock, rw.Lock
+}
+
+// Grant is the checker's record of one grant of mode's lock name.
+func Grant(mode Mode, name string, lease *redlock.Lease, acquired, released time.Time) checker.Grant {
+	return checker.Grant{Name: string(mode) + ":" + name, Owner: lease.Owner(), Token: lease.Token(),
+		Acquired: acquired, Released: released, Until: lease.Until(), Shared: reading(lease)}
 }
 
 // Names are the lock names of mode, and of the records they guard: the
@@ -179,6 +207,8 @@ func Names(mode Mode) []string {
 		return []string{"election"}
 	case Semaphore:
 		return []string{"semaphore"}
+	case RW:
+		return []string{"rw"}
 	}
 	return []string{"plain"}
 }
@@ -197,8 +227,7 @@ func (w *worker) run(ctx context.Context) {
 		w.section(lease)
 		released := time.Now()
 		for _, name := range w.names {
-			w.check.Record(checker.Grant{Name: string(w.mode) + ":" + name, Owner: lease.Owner(), Token: lease.Token(),
-				Acquired: acquired, Released: released, Until: lease.Until()})
+			w.check.Record(Grant(w.mode, name, lease, acquired, released))
 		}
 		_ = lease.Unlock(context.Background())
 	}
@@ -210,6 +239,10 @@ func (w *worker) run(ctx context.Context) {
 func (w *worker) section(lease *redlock.Lease) {
 	if w.mode == Semaphore {
 		w.permitSection(lease)
+		return
+	}
+	if reading(lease) {
+		w.readSection(lease)
 		return
 	}
 	reads := make([]int64, len(w.names))
@@ -246,6 +279,27 @@ func (w *worker) permitSection(lease *redlock.Lease) {
 	}
 	time.Sleep(w.hold)
 	w.permits.leave(lease)
+	w.stats.Sections.Add(1)
+}
+
+// reading reports whether lease is a read hold (of the RW mode's lock).
+func reading(lease *redlock.Lease) bool { return lease.Owner() == node.Readers }
+
+// readSection is a reader's section: read, sleep, read again. A change
+// between the two reads, the second made while the read lease was still
+// valid, is a write made under a read hold: a lost update.
+func (w *worker) readSection(lease *redlock.Lease) {
+	record := w.records[w.names[0]]
+	before := record.read()
+	time.Sleep(w.hold)
+	after := record.read()
+	if !time.Now().Before(lease.Until()) || lease.Context().Err() != nil {
+		w.stats.LostLeases.Add(1)
+		return
+	}
+	if after != before {
+		w.stats.LostUpdates.Add(1)
+	}
 	w.stats.Sections.Add(1)
 }
 

@@ -41,7 +41,7 @@ func TestRun_everyModeSafeOnHealthyNodes(t *testing.T) {
 	// are held at once: no tokens).
 	perName := map[string]int{}
 	for _, g := range check.Grants() {
-		if g.Token == 0 && g.Name != "semaphore:semaphore" {
+		if g.Token == 0 && g.Name != "semaphore:semaphore" && !g.Shared {
 			t.Fatalf("grant of %s without a fencing token", g.Name)
 		}
 		perName[g.Name]++
@@ -88,12 +88,17 @@ func TestLocker_everyModeFenced(t *testing.T) {
 			continue // permits are held at once: no tokens
 		}
 		var last uint64
-		for range 3 {
-			lease, err := Locker(c, mode, redlock.WithTTL(5*time.Second))(t.Context())
+		lock := Locker(c, mode, redlock.WithTTL(5*time.Second))
+		for range 6 {
+			lease, err := lock(t.Context())
 			if err != nil {
 				t.Fatalf("%s: %v", mode, err)
 			}
-			if lease.Token() <= last {
+			if reading(lease) { // RW: a read hold has no token
+				if mode != RW || lease.Token() != 0 {
+					t.Errorf("%s: a read lease with token %d", mode, lease.Token())
+				}
+			} else if lease.Token() <= last {
 				t.Errorf("%s: token %d after %d", mode, lease.Token(), last)
 			}
 			last = lease.Token()
@@ -141,5 +146,39 @@ func TestHolders_overAtPermitsPlusOne(t *testing.T) {
 	}
 	for _, lease := range leases[1:] {
 		_ = lease.Unlock(t.Context())
+	}
+}
+
+// A reader's section must catch a write made while its read lease is
+// valid (a writer overlapping a reader), and not count one made before.
+func TestReadSection_detectsAWriteUnderARead(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	c, err := redlock.New(cluster.Clients(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	lease, err := c.RWMutex("rw").RLock(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lease.Unlock(t.Context())
+	stats := &Stats{}
+	w := &worker{mode: RW, hold: 50 * time.Millisecond, stats: stats, records: map[string]*record{"rw": {}}, names: Names(RW)}
+	w.records["rw"].write(0, 0, 1) // before the section: fine
+	w.section(lease)
+	if stats.LostUpdates.Load() != 0 || stats.Sections.Load() != 1 {
+		t.Fatalf("a quiet read: %d lost, %d sections", stats.LostUpdates.Load(), stats.Sections.Load())
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		time.Sleep(20 * time.Millisecond)
+		w.records["rw"].write(0, 1, 2) // inside the read section
+	}()
+	w.section(lease)
+	<-done
+	if stats.LostUpdates.Load() != 1 {
+		t.Fatalf("a write during a valid read hold was not counted (%d)", stats.LostUpdates.Load())
 	}
 }

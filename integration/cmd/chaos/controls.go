@@ -120,7 +120,11 @@ func (r *runner) control(ctx context.Context, protected bool, extra []redlock.Op
 		}
 		for range leases {
 			lockCtx, cancel := context.WithTimeout(ctx, contendFor)
-			lease, err := harness.Locker(holder[0], mode, opts...)(lockCtx)
+			lock := harness.Locker(holder[0], mode, opts...)
+			if mode == workload.RW {
+				lock, _ = workload.ReadWrite(holder[0], opts...) // a read hold: the contender writes
+			}
+			lease, err := lock(lockCtx)
 			cancel()
 			switch {
 			case err != nil && protected:
@@ -143,7 +147,11 @@ func (r *runner) control(ctx context.Context, protected bool, extra []redlock.Op
 	defer harness.CloseAll(contender)
 	for _, mode := range workload.AllModes {
 		lockCtx, cancel := context.WithTimeout(ctx, contendFor)
-		lease, err := harness.Locker(contender[0], mode, opts...)(lockCtx)
+		lock := harness.Locker(contender[0], mode, opts...)
+		if mode == workload.RW {
+			_, lock = workload.ReadWrite(contender[0], opts...)
+		}
+		lease, err := lock(lockCtx)
 		cancel()
 		if err != nil {
 			r.say("  %s: the second owner got no lock (%s)", mode, oneLine(err))

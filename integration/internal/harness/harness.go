@@ -73,8 +73,7 @@ func Locker(c *redlock.Client, mode workload.Mode, opts ...redlock.Option) func(
 // workload names them, with the lease's fencing token.
 func Record(check *checker.Checker, mode workload.Mode, lease *redlock.Lease, acquired, released time.Time) {
 	for _, name := range workload.Names(mode) {
-		check.Record(checker.Grant{Name: string(mode) + ":" + name, Owner: lease.Owner(), Token: lease.Token(),
-			Acquired: acquired, Released: released, Until: lease.Until()})
+		check.Record(workload.Grant(mode, name, lease, acquired, released))
 	}
 }
 
