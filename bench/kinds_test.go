@@ -18,7 +18,9 @@ import (
 // plus its count check once a TTL: the contended run checks mutual
 // exclusion, so a semaphore of more permits has no place in it) and an
 // Election (Campaign with its term fenced and its value published, then
-// resign), with redsync in the same run as the base.
+// resign) and an RWMutex (its write lock, and, uncontended only, a read
+// hold: read holds do not exclude each other), with redsync in the same
+// run as the base.
 func BenchmarkKinds(b *testing.B) {
 	cfg := loadConfig(b)
 	set := startNodes(b, cfg.nodes)
@@ -30,6 +32,9 @@ func BenchmarkKinds(b *testing.B) {
 		})
 	}
 	for _, k := range kinds() {
+		if k.shared {
+			continue
+		}
 		b.Run(fmt.Sprintf("op=contended/lib=%s-%dclients/nodes=%d", k.name, cfg.workers, cfg.nodes), func(b *testing.B) {
 			runContended(b, cfg, set, lib{name: k.name, setup: k.setup})
 		})
@@ -38,16 +43,19 @@ func BenchmarkKinds(b *testing.B) {
 
 // kind is one kind of lock, one Client per worker (separate processes).
 type kind struct {
-	name  string
-	setup func(set *nodes, workers int, name string, hold time.Duration) (*rig, error)
+	name   string
+	setup  func(set *nodes, workers int, name string, hold time.Duration) (*rig, error)
+	shared bool // holds that do not exclude each other: no contended run
 }
 
 func kinds() []kind {
 	return []kind{
-		{"redsync", setupRedsync},
-		{"mutex", redlockWith(setupRedlockPerWorker)},
-		{"semaphore1", setupKind(func(c *redlock.Client, name string) locker { return acquirer{c.Semaphore(name, 1)} })},
-		{"election", setupKind(func(c *redlock.Client, name string) locker { return campaigner{c.Election(name)} })},
+		{name: "redsync", setup: setupRedsync},
+		{name: "mutex", setup: redlockWith(setupRedlockPerWorker)},
+		{name: "semaphore1", setup: setupKind(func(c *redlock.Client, name string) locker { return acquirer{c.Semaphore(name, 1)} })},
+		{name: "election", setup: setupKind(func(c *redlock.Client, name string) locker { return campaigner{c.Election(name)} })},
+		{name: "rwmutex-write", setup: setupKind(func(c *redlock.Client, name string) locker { return taker{c.RWMutex(name).Lock} })},
+		{name: "rwmutex-read", shared: true, setup: setupKind(func(c *redlock.Client, name string) locker { return taker{c.RWMutex(name).RLock} })},
 	}
 }
 
@@ -81,6 +89,19 @@ type campaigner struct{ e *redlock.Election }
 
 func (c campaigner) lock(ctx context.Context) (func() error, error) {
 	lease, err := c.e.Campaign(ctx, "bench")
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return lease.Unlock(context.Background()) }, nil
+}
+
+// taker is a locker of one Lease-returning call (RWMutex.Lock, RLock).
+type taker struct {
+	take func(context.Context) (*redlock.Lease, error)
+}
+
+func (t taker) lock(ctx context.Context) (func() error, error) {
+	lease, err := t.take(ctx)
 	if err != nil {
 		return nil, err
 	}
