@@ -195,22 +195,33 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 // probeScript only answers the node's time.
 var probeScript = newTimedScript(guardSource + "return timed({})")
 
-// probe reads the node's clock once, alone, when a call in batch asks for
-// a clock check and there is no earlier reading to compare its own with.
-// It costs one round trip on a Client's first call to the node. It returns
-// the error of a probe the node did not answer, and how long it waited.
+// probes is how many times probe reads the node's clock, one after
+// another. Each pair of readings bounds the clock's rate by the node's
+// time between them over the whole span from the first send to the last
+// receipt; a stall on the way out of the first or back from the second
+// (a busy machine) widens that span and can hide a fast clock from one
+// pair. Two probes and the call make three pairs.
+const probes = 2
+
+// probe reads the node's clock, alone, when a call in batch asks for a
+// clock check and there is no earlier reading to compare its own with.
+// It costs probes round trips on a Client's first call to the node. It
+// returns the error of a probe the node did not answer, and how long it
+// waited.
 func (b *batcher) probe(ctx context.Context, batch []*pending) (time.Duration, error) {
 	if !b.checkClock || !slices.ContainsFunc(batch, func(p *pending) bool { return p.check.on() }) || b.clock.baseline() {
 		return 0, nil
 	}
-	p := &pending{ctx: ctx, script: probeScript}
-	sent := time.Now()
-	p.cmd = p.script.Run(ctx, b.client, nil)
-	got := time.Now()
-	b.markLoaded(p.script, p.cmd.Err())
-	b.judge([]*pending{p}, sent, got)
-	if err := p.cmd.Err(); !Answered(err) {
-		return got.Sub(sent), err
+	for range probes {
+		p := &pending{ctx: ctx, script: probeScript}
+		sent := time.Now()
+		p.cmd = p.script.Run(ctx, b.client, nil)
+		got := time.Now()
+		b.markLoaded(p.script, p.cmd.Err())
+		b.judge([]*pending{p}, sent, got)
+		if err := p.cmd.Err(); !Answered(err) {
+			return got.Sub(sent), err
+		}
 	}
 	return 0, nil
 }
