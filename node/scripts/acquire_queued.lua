@@ -1,8 +1,8 @@
 -- acquire_queued: the acquire of a waiter (after queue.lua). Take the lock
 -- when it is free (fair: and this owner heads the queue, or no one waits),
 -- claim it when it was handed to this owner, or re-enter it; otherwise
--- queue the owner and refresh its heartbeat. Waiters whose heartbeat
--- deadline passed are evicted first.
+-- queue the owner and refresh its heartbeat. Unless it is refused, waiters
+-- whose heartbeat deadline passed are evicted first.
 --
 -- KEYS[1]  lock (see queue.lua)
 -- KEYS[2]  released holds (see acquire.lua)
@@ -34,17 +34,18 @@ end
 local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
 local owner, hold, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local waiting = has_waiters(q)
-if waiting then
-  evict(q, node_now())
-end
 if redis.call('ZSCORE', KEYS[2], hold) then
   return timed({2})
 end
 local fields = redis.call('HMGET', q.lock, 'owner', 'handed')
 local holder, handed = fields[1], fields[2]
 if holder ~= false and holder ~= owner then
+  -- Refused: the others' heartbeats do not matter here (hand evicts).
   enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6])
   return timed({0, redis.call('PTTL', q.lock), fingerprint(holder)})
+end
+if waiting then
+  evict(q, node_now())
 end
 local holds = 1
 if holder == false then

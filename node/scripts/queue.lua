@@ -61,9 +61,15 @@ local function enqueue(q, now, owner, ticket, lifetime, channel)
   redis.call('ZADD', q.queue, 'NX', ticket, owner)
   redis.call('ZADD', q.alive, now + lifetime, owner)
   redis.call('HSET', q.wake, owner, channel)
-  lengthen(q.queue, 2 * lifetime)
-  lengthen(q.alive, 2 * lifetime)
-  lengthen(q.wake, 2 * lifetime)
+  -- The three keys have the same members, so they are made and emptied
+  -- together and lengthened together: the queue's life speaks for all
+  -- three. They are lengthened to twice the lifetime once less than one is
+  -- left (or none is set), so most heartbeats cost one PTTL, not six calls.
+  if redis.call('PTTL', q.queue) < lifetime then
+    lengthen(q.queue, 2 * lifetime)
+    lengthen(q.alive, 2 * lifetime)
+    lengthen(q.wake, 2 * lifetime)
+  end
 end
 
 -- hand gives the free lock (the caller deleted it, or found it free) to
@@ -73,16 +79,25 @@ end
 -- no one waits. When the first waiter is except (a waiter putting its own
 -- failed attempt back), the lock stays free: that waiter tries again.
 local function hand(q, window, id, except)
-  if not has_waiters(q) then
+  local now, head, deadline
+  while true do
+    head = redis.call('ZRANGE', q.queue, 0, 0)[1]
+    if head == nil then
+      return ''
+    end
+    now = node_now()
+    deadline = tonumber(redis.call('ZSCORE', q.alive, head))
+    if deadline and deadline > now then
+      break
+    end
+    -- The first waiter's heartbeat lapsed: evict every such waiter (the
+    -- first among them), and look again.
+    evict(q, now)
+    dequeue(q, head)
+  end
+  if head == except then
     return ''
   end
-  local now = node_now()
-  evict(q, now)
-  local head = redis.call('ZRANGE', q.queue, 0, 0)[1]
-  if head == nil or head == except then
-    return ''
-  end
-  local deadline = tonumber(redis.call('ZSCORE', q.alive, head))
   local channel = redis.call('HGET', q.wake, head)
   dequeue(q, head)
   redis.call('HSET', q.lock, 'owner', head, 'handed', 1)
