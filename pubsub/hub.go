@@ -59,7 +59,16 @@ func (h *Hub) Active(name string) bool {
 // counted by release id. accept, when not nil, picks which watchers a
 // payload may wake (a fair release names the one waiter it is for).
 func (h *Hub) Watch(ctx context.Context, name string, threshold int, accept func(payload string) bool) *Watcher {
-	w := &Watcher{hub: h, name: name, wake: make(chan struct{}, 1), accept: accept}
+	return h.WatchNodes(ctx, name, threshold, accept, nil)
+}
+
+// WatchNodes is Watch that also tells heard, when not nil, of each notice
+// accept lets through, with the node that sent it, before any wake-up it
+// causes. heard runs on the Hub's delivery path: it must be quick and must
+// not call the Hub.
+func (h *Hub) WatchNodes(ctx context.Context, name string, threshold int, accept func(payload string) bool,
+	heard func(node int, payload string)) *Watcher {
+	w := &Watcher{hub: h, name: name, wake: make(chan struct{}, 1), accept: accept, heard: heard}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -120,10 +129,19 @@ func (h *Hub) Wake(name, payload string) {
 }
 
 // deliver is called by a node's subscriber for each message.
-func (h *Hub) deliver(name, payload string) {
+func (h *Hub) deliver(node int, name, payload string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if ch := h.channels[name]; ch != nil && ch.seen(payload) {
+	ch := h.channels[name]
+	if ch == nil {
+		return
+	}
+	for _, w := range ch.watchers {
+		if w.heard != nil && (w.accept == nil || w.accept(payload)) {
+			w.heard(node, payload)
+		}
+	}
+	if ch.seen(payload) {
 		ch.wake(payload)
 	}
 }
@@ -220,6 +238,7 @@ type Watcher struct {
 	name   string
 	wake   chan struct{} // capacity 1: one pending wake-up at most
 	accept func(payload string) bool
+	heard  func(node int, payload string) // may be nil
 }
 
 // Wake delivers a value when a release notice for this watcher arrived.

@@ -178,7 +178,7 @@ func (s *subscriber) read() {
 				s.hub.confirm(s.index, m.Channel)
 			}
 		case *redis.Message:
-			s.hub.deliver(m.Channel, m.Payload)
+			s.hub.deliver(s.index, m.Channel, m.Payload)
 		}
 		if broken {
 			// Back with its subscriptions: wake every watcher, since the
