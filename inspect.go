@@ -45,7 +45,9 @@ type NodeInfo struct {
 	Owner string // fingerprint of the owner holding it here, or the waiter it was handed to; "" when free here
 	Holds int    // that owner's holds here (0 when free, or handed and not claimed)
 	// Handed: the lock was handed to the first waiter here (Owner), which
-	// has not claimed it yet.
+	// has not claimed or renewed it here yet. A waiter told so by a quorum
+	// holds the lock (it takes the lease from the notices), so Inspect
+	// counts a handed node as one hold of that owner's.
 	Handed  bool
 	PTTL    time.Duration // remaining time here; -2 ms: free, -1 ms: no expiry
 	Waiting int
@@ -101,7 +103,7 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 		answered++
 		info.Waiting = max(info.Waiting, n.Waiting)
 		info.Fence = max(info.Fence, n.Fence)
-		if n.Holds > 0 {
+		if n.Holds > 0 || n.Handed {
 			holders[n.Owner]++
 		}
 	}
@@ -118,11 +120,13 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 	if info.Held {
 		var pttls []time.Duration
 		for _, n := range info.Nodes {
-			if n.Err != nil || n.Owner != info.Owner || n.Holds == 0 {
+			if n.Err != nil || n.Owner != info.Owner || (n.Holds == 0 && !n.Handed) {
 				continue
 			}
-			if info.Holds == 0 || n.Holds < info.Holds {
-				info.Holds = n.Holds
+			// A handed lock is one hold: the lease the waiter takes from
+			// the notices (until its first renewal makes it a hold).
+			if holds := max(n.Holds, 1); info.Holds == 0 || holds < info.Holds {
+				info.Holds = holds
 			}
 			pttls = append(pttls, n.PTTL)
 		}

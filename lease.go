@@ -321,7 +321,7 @@ func (l *lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 	if reply.Vote != quorum.Yes && !l.mutex.reader {
 		// Refused late: the node queued us (and may hand us the lock
 		// later); we hold the lock, so leave. (Readers never queue.)
-		l.mutex.queue.Leave(context.Background(), []int{i}, l.owner)
+		l.mutex.queue.Leave(context.Background(), []int{i}, l.owner, node.CallOf(l.hold))
 	}
 	l.mu.Lock()
 	// Granted or refused: Unlock's release goes to every node and is

@@ -26,9 +26,9 @@ type mode interface {
 	// pace adjusts the wait after a failed attempt, and says whether the
 	// next attempt asks the lead node first.
 	pace(delay time.Duration, last outcome) (time.Duration, bool)
-	// dequeue takes owner off the queue of the given nodes, where a
+	// dequeue takes k's owner off the queue of the given nodes, where a
 	// TryLock may have queued it.
-	dequeue(ctx context.Context, nodes []int, owner string)
+	dequeue(ctx context.Context, nodes []int, k *call)
 	// finish ends call k with lease (nil when it failed).
 	finish(ctx context.Context, k *call, lease *lease)
 }
@@ -88,12 +88,19 @@ func (w waiters) leaveQueue(ctx context.Context, k *call, lease *lease) {
 	}
 	if lease == nil {
 		// The waiter gives up: off the queue before Lock returns.
-		w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner)
+		w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id)
 		return
 	}
 	// Holding the lock already: leaving the other nodes' queues must not
-	// delay Lock (a dead node would cost the node timeout).
-	w.m.client.background.Go(func() { w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner) })
+	// delay Lock (a dead node would cost the node timeout). A node whose
+	// notice named the lease's hold has handed it the lock (and dequeued
+	// it): the lease's release passes it on there, so it is not left.
+	w.m.client.background.Go(func() {
+		if k.handoff != nil {
+			queued = k.handoff.notHanded(lease.hold, queued)
+		}
+		w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id)
+	})
 }
 
 // plainMode: goroutines of one Client queue at the Client's gate, and
@@ -138,7 +145,7 @@ func (p plainMode) pace(delay time.Duration, last outcome) (time.Duration, bool)
 	return min(delay, p.queue.Heartbeat()), last.split
 }
 
-func (plainMode) dequeue(context.Context, []int, string) {} // a plain TryLock never queues
+func (plainMode) dequeue(context.Context, []int, *call) {} // a plain TryLock never queues
 
 // finish: a lease takes over the gate entry, and leaves it when it ends.
 func (p plainMode) finish(ctx context.Context, k *call, lease *lease) {
@@ -184,8 +191,8 @@ func (f fairMode) pace(delay time.Duration, last outcome) (time.Duration, bool) 
 // themselves at the head of some node's queue: a few round trips.
 const fairRetryJitter = 8 * time.Millisecond
 
-func (f fairMode) dequeue(ctx context.Context, nodes []int, owner string) {
-	f.queue.Leave(ctx, nodes, owner)
+func (f fairMode) dequeue(ctx context.Context, nodes []int, k *call) {
+	f.queue.Leave(ctx, nodes, k.owner, k.id)
 }
 
 func (f fairMode) finish(ctx context.Context, k *call, lease *lease) { f.leaveQueue(ctx, k, lease) }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/quorumlock/redlock/fair"
@@ -86,6 +87,17 @@ type call struct {
 	granted quorum.Tally[node.Acquired] // the winning round, for fair clean-up
 	undos   []<-chan struct{}           // undos of failed attempts still running
 	nested  bool                        // a read hold inside a read hold of ctx
+	handoff *handoff                    // the locks handed to this waiter (nil: none taken from notices)
+	id      string                      // this call's: its attempts' holds are "<id>.<n>"
+	holds   int                         // attempts made
+}
+
+// nextHold is the hold id of k's next attempt: "<call id>.<n>", n counting
+// from 1, so that a node can tell a later attempt of the call from an
+// earlier one, and from another call's (see handed_rule in guard.lua).
+func (k *call) nextHold() string {
+	k.holds++
+	return k.id + "." + strconv.Itoa(k.holds)
 }
 
 // undoing records the undo of a failed attempt, running in the
@@ -126,7 +138,14 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 		owner = reentrant.NewID()
 	}
 	began := time.Now()
-	k := &call{m: m, owner: owner, wait: wait}
+	k := &call{m: m, owner: owner, wait: wait, id: reentrant.NewID()}
+	if wait && !explicit && m.adoptable() {
+		// Only an owner id of this call's own: two calls that share one
+		// (WithOwner) both write its place on the nodes, so a notice
+		// naming one call's attempt says nothing of what the other sent
+		// (its claim, and the undo of that claim, could free the lock).
+		k.handoff = newHandoff(len(c.nodes), m.settings.quorumOf(len(c.nodes)))
+	}
 	if m.reader {
 		k.nested = readHeld(ctx, m) != nil
 	}
@@ -141,7 +160,12 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 			k.finish(ctx, nil)
 			return nil, gaveUp(ctx, last)
 		}
-		lease, outcome := m.attempt(ctx, k, contended)
+		// A lock handed to this waiter by a quorum is taken at once;
+		// otherwise another round.
+		lease, outcome := m.adopt(ctx, k)
+		if lease == nil && outcome.err == nil {
+			lease, outcome = m.attempt(ctx, k, contended)
+		}
 		if outcome.err != nil {
 			last = outcome.err
 		}
@@ -185,8 +209,16 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 		}
 		delay, contended = m.mode.pace(delay, outcome)
 		timer := time.NewTimer(delay)
+		var handed <-chan struct{}
+		if k.handoff != nil {
+			handed = k.handoff.ready
+		}
 		select {
 		case <-k.watcher.Wake():
+			if k.handoff != nil {
+				k.handoff.await(ctx)
+			}
+		case <-handed:
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
@@ -211,7 +243,11 @@ func (k *call) watch(ctx context.Context) {
 		r.watch(ctx, k)
 		return
 	}
-	k.watcher = m.client.hub.Watch(ctx, m.queue.Channel, m.settings.quorumOf(len(m.client.nodes)), fair.ForHead(k.owner))
+	var heard func(int, string)
+	if k.handoff != nil {
+		heard = k.handoff.heard
+	}
+	k.watcher = m.client.hub.WatchNodes(ctx, m.queue.Channel, m.settings.quorumOf(len(m.client.nodes)), fair.ForHead(k.owner), heard)
 }
 
 // finish ends the call with lease (nil when it failed).

@@ -242,7 +242,9 @@ func WithFair() Option { return func(s *settings) { s.fair = true } }
 // WithQueueTimeout sets how long a fair-mode waiter keeps its place without
 // a heartbeat (default DefaultQueueTimeout), in (0, MaxTimeout]; a plain
 // waiter keeps it for the TTL plus this. A crashed waiter is passed over
-// once its place lapsed, and a lock handed to it waits one node timeout.
+// once its place lapsed; a lock handed to a waiter is kept for it at most
+// this long (or the TTL, when shorter: the span of a lease it takes from
+// the handoff notices).
 func WithQueueTimeout(d time.Duration) Option { return func(s *settings) { s.queueTimeout = d } }
 
 // WithFencing makes every grant carry a fencing token (Lease.Token): when

@@ -9,7 +9,6 @@ import (
 
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
-	"github.com/quorumlock/redlock/reentrant"
 )
 
 // outcome describes a failed attempt.
@@ -29,7 +28,10 @@ type outcome struct {
 // before it returns, so a failed attempt leaves nothing locked.
 func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, outcome) {
 	c, s := m.client, &m.settings
-	owner, hold := k.owner, reentrant.NewID()
+	owner, hold := k.owner, k.nextHold()
+	if k.handoff != nil {
+		k.handoff.attempting()
+	}
 	need := s.quorumOf(len(c.nodes))
 	// The lease's release waits on order, so that on every node it runs
 	// after this acquire, never before it (which would leave a grant behind).
@@ -62,6 +64,9 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 		cancel()
 		switch leadReply.Vote {
 		case quorum.No:
+			if k.handoff != nil {
+				k.handoff.failed(hold, start, func(i int) bool { return i == lead })
+			}
 			return nil, outcome{leadLost: true, minPTTL: leadReply.Value.PTTL,
 				err: fmt.Errorf("%w: another owner took node %d first", ErrNotAcquired, lead)}
 		case quorum.Failed:
@@ -105,32 +110,17 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 	tally := round.Wait(ctx)
 	until := validUntil(start, s.ttl, s.driftFactor)
 	if tally.Yes >= need && time.Now().Before(until) && stopWatch() {
-		lease := newLease(ctx, m, owner, hold, start, until)
-		lease.order = order
-		if !k.gated {
-			// Fair writers and readers never entered the Client's gate:
-			// their release must not leave an entry of another owner's.
-			lease.gateOnce.Do(func() {})
-		}
-		// Every answer in by now is in this tally, and every later one
-		// goes to lateAcquire: none is missed.
-		k.granted = round.Detach(lease.lateAcquire)
-		lease.settle(k.granted)
-		if leadReply.Vote == quorum.Failed {
+		lease, result := m.grant(ctx, k, hold, start, until, order, func(lease *lease) quorum.Tally[node.Acquired] {
+			// Every answer in by now is in this tally, and every later one
+			// goes to lateAcquire: none is missed.
+			return round.Detach(lease.lateAcquire)
+		})
+		if lease != nil && leadReply.Vote == quorum.Failed {
 			// The lead node was asked twice: the first copy, fate
 			// unknown, may still arrive after the release.
 			lease.called(lead0, leadReply.Err)
 		}
-		if s.fencing {
-			if err := lease.fence(ctx); err != nil {
-				// The call keeps its gate entry (finish leaves it), so
-				// the release must not leave it too.
-				lease.gateOnce.Do(func() {})
-				_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
-				return nil, outcome{votes: tally.Yes, err: err}
-			}
-		}
-		return lease, outcome{votes: tally.Yes}
+		return lease, result
 	}
 
 	// Failed: let the round finish (each call is bounded by the node
@@ -138,6 +128,12 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 	// so that the outcome and the error count every node's answer.
 	tally = round.WaitAll(context.WithoutCancel(ctx))
 	result := m.describeFailure(tally, need, until)
+	if k.handoff != nil {
+		// Before the undo: a node that refused is sent nothing of it.
+		k.handoff.failed(hold, start, func(i int) bool {
+			return tally.Replies[i].Vote == quorum.No && !(i == lead0 && leadReply.Vote == quorum.Failed)
+		})
+	}
 	done := m.undo(ctx, k, round, owner, hold, lead0, leadReply)
 	if k.wait {
 		// The next attempt need not wait for releases to nodes that did
@@ -148,6 +144,34 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 		<-done
 	}
 	return nil, result
+}
+
+// grant makes the lease of k's hold, granted on a quorum at start and
+// valid until until; granted, given the lease, returns the granting
+// tally. The lease's release waits on order (nil: none). With fencing on,
+// the lease is fenced before it is returned, and given back when that
+// fails.
+func (m *Mutex) grant(ctx context.Context, k *call, hold string, start, until time.Time, order *node.Order,
+	granted func(*lease) quorum.Tally[node.Acquired]) (*lease, outcome) {
+	lease := newLease(ctx, m, k.owner, hold, start, until)
+	lease.order = order
+	if !k.gated {
+		// Fair writers and readers never entered the Client's gate:
+		// their release must not leave an entry of another owner's.
+		lease.gateOnce.Do(func() {})
+	}
+	k.granted = granted(lease)
+	lease.settle(k.granted)
+	if m.settings.fencing {
+		if err := lease.fence(ctx); err != nil {
+			// The call keeps its gate entry (finish leaves it), so
+			// the release must not leave it too.
+			lease.gateOnce.Do(func() {})
+			_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
+			return nil, outcome{votes: k.granted.Yes, err: err}
+		}
+	}
+	return lease, outcome{votes: k.granted.Yes}
 }
 
 // undo releases the hold of a failed attempt on every node that may have
@@ -178,7 +202,7 @@ func (m *Mutex) undo(ctx context.Context, k *call, round *quorum.Round[node.Acqu
 			m.releaseNode(undo, i, owner, hold, unsure(i, reply))
 		}
 		if !k.wait {
-			m.mode.dequeue(undo, []int{i}, owner) // TryLock's late answer may have queued it
+			m.mode.dequeue(undo, []int{i}, k) // TryLock's late answer may have queued it
 		}
 	})
 	var granted, unknown []int

@@ -204,6 +204,6 @@ func (readMode) pace(delay time.Duration, _ outcome) (time.Duration, bool) {
 	return min(delay, readerRecheck), false
 }
 
-func (readMode) dequeue(context.Context, []int, string) {}
+func (readMode) dequeue(context.Context, []int, *call) {}
 
 func (readMode) finish(context.Context, *call, *lease) {}

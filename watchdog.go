@@ -59,14 +59,15 @@ func newWatchdog(c *Client) *watchdog {
 	return w
 }
 
-// add schedules l's first renewal a third of its TTL after it was granted.
+// add schedules l's first renewal a third of its TTL after it was granted
+// (of its validity, when shorter: a lease taken from handoff notices).
 func (w *watchdog) add(l *lease) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return
 	}
-	w.due[l] = l.acquired.Add(l.mutex.settings.ttl / 3)
+	w.due[l] = l.acquired.Add(min(l.mutex.settings.ttl, l.until.Sub(l.acquired)) / 3)
 	if !w.started {
 		w.started = true
 		w.work.Go(w.run)
@@ -114,9 +115,9 @@ func (w *watchdog) run() {
 }
 
 // collect takes the leases due now, or due within a fifteenth of their
-// TTL (renewing a little early lets more leases share a call), marks them
-// in flight and cuts them into batches. It returns how long to sleep until
-// the next lease is due.
+// TTL (or of their first validity, when shorter: renewing a little early
+// lets more leases share a call), marks them in flight and cuts them into
+// batches. It returns how long to sleep until the next lease is due.
 func (w *watchdog) collect(now time.Time) ([][]*lease, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -126,7 +127,11 @@ func (w *watchdog) collect(now time.Time) ([][]*lease, time.Duration) {
 		if at.IsZero() {
 			continue // in flight
 		}
-		if !at.After(now.Add(l.mutex.settings.ttl / 15)) {
+		// A fifteenth of the TTL, or of the validity of a lease taken
+		// from handoff notices before its first renewal (due a third of
+		// it after its start).
+		early := min(l.mutex.settings.ttl/15, at.Sub(l.acquired)/5)
+		if !at.After(now.Add(early)) {
 			due = append(due, l)
 			w.due[l] = time.Time{}
 			continue
@@ -257,7 +262,11 @@ func (w *watchdog) settle(leases []*lease, decided []bool, tally quorum.Tally[[]
 				s.logger.Warn("redlock: renewal missed its quorum", "lock", l.mutex.name,
 					"renewed", refreshed, "need", need, "err", verdict{yes: refreshed, need: need, n: n, nodeErrs: nodeErrs}.err(nil))
 			}
-			w.reschedule(l, time.Now().Add(max(s.ttl/renewRetryDivisor, time.Millisecond)))
+			// Try again after a tenth of the TTL, or sooner when less
+			// than thrice that is left (a lease taken from handoff
+			// notices, before its first renewal): several tries fit.
+			retry := min(s.ttl/renewRetryDivisor, time.Until(l.Until())/3)
+			w.reschedule(l, time.Now().Add(max(retry, time.Millisecond)))
 		}
 	}
 }

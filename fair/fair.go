@@ -54,15 +54,22 @@ func (q *Queue) lifetime() time.Duration {
 	return q.TTL + q.QueueTimeout
 }
 
-// Window is how long a lock handed to a waiter stays its own unclaimed:
-// the notice's flight and the waiter's claim take a round trip or two, so
-// one node timeout; a waiter that died or cannot reach the node is passed
-// over after it (the lock is then free, and the waiter that was handed it
-// takes it again if no one else did).
+// Window is how long a lock handed to a waiter queued by an older client
+// (whose wake entry names no hold and no span) stays its own unclaimed:
+// one node timeout, for the notice's flight and the claim. Waiters of
+// this version are handed the lock for their Span.
 func (q *Queue) Window() time.Duration { return min(q.NodeTimeout, q.TTL) }
 
+// Span is how long a lock handed to one of this queue's waiters stays its
+// own at most: the lock's TTL, or the queue timeout when shorter, so that
+// a waiter that died while queued holds up the lock no longer than its
+// place would have lasted without a heartbeat. A waiter that takes the
+// lease from the notices holds it until the start of the call that queued
+// it plus Span, less the drift (see node.Notice and queue.lua).
+func (q *Queue) Span() time.Duration { return min(q.TTL, q.QueueTimeout) }
+
 func (q *Queue) waiter(ticket int64) node.Waiter {
-	return node.Waiter{Ticket: ticket, Lifetime: q.lifetime(), Channel: q.Channel, Fair: q.Fair}
+	return node.Waiter{Ticket: ticket, Lifetime: q.lifetime(), Channel: q.Channel, Fair: q.Fair, Span: q.Span()}
 }
 
 // Acquire takes the lock on node i: when it is free (fair: and owner heads
@@ -87,16 +94,16 @@ func (q *Queue) Undo(ctx context.Context, i int, owner, hold string, ticket int6
 }
 
 // Leave takes owner off the queue of the given nodes (and passes on a
-// lock handed to it there) and waits for every one of them, each call
-// bounded by NodeTimeout.
-func (q *Queue) Leave(ctx context.Context, nodes []int, owner string) {
+// lock handed to it there naming an attempt of call) and waits for every
+// one of them, each call bounded by NodeTimeout.
+func (q *Queue) Leave(ctx context.Context, nodes []int, owner, call string) {
 	notice := reentrant.NewID() // unique: watchers count one notice per node
 	var group errgroup.Group
 	for _, i := range nodes {
 		group.Go(func() error {
 			ctx, cancel := context.WithTimeout(ctx, q.NodeTimeout)
 			defer cancel()
-			if err := q.Nodes[i].Leave(ctx, q.Keys, owner, notice, q.Window()); err != nil && q.OnError != nil {
+			if err := q.Nodes[i].Leave(ctx, q.Keys, owner, call, notice, q.Window()); err != nil && q.OnError != nil {
 				q.OnError(i, err)
 			}
 			return nil

@@ -95,7 +95,7 @@ func TestQueue_leave(t *testing.T) {
 	if err := cluster.Nodes[2].Kill(); err != nil {
 		t.Fatal(err)
 	}
-	q.Leave(ctx, []int{0, 1, 2}, "waiter")
+	q.Leave(ctx, []int{0, 1, 2}, "waiter", "w1")
 	for _, i := range []int{0, 1} {
 		if n, _ := cluster.Admin(t, i).ZCard(ctx, q.Keys.Queue).Result(); n != 0 {
 			t.Fatalf("node %d: %d waiters left in the queue", i, n)

@@ -71,6 +71,16 @@ check neg-no-tombstones         lock.pml fail -DLATE -DMAXCLOCK=2 -DNOTOMB
 # The handoff to the first waiter (handoff.pml).
 check handoff                   handoff.pml pass
 check neg-handoff-notice-grants handoff.pml fail -DADOPT
+# Direct adoption of a handed lock (adopt.pml).
+check adopt                     adopt.pml pass
+check adopt-short-queue-life    adopt.pml pass -DLIFE=1
+check adopt-long-queue-life     adopt.pml pass -DLIFE=3
+check neg-adopt-from-notice     adopt.pml fail -DFROMNOTICE
+check neg-adopt-older-attempt   adopt.pml fail -DANYATTEMPT
+check neg-adopt-pass-any-hold   adopt.pml fail -DPASSANY
+check neg-adopt-unheard-refusal adopt.pml fail -DANYREFUSAL
+check adopt-late-overtaking     adopt.pml pass -DLATE -DOVERTAKE -DMAXCLOCK=2
+check neg-adopt-late-claims     adopt.pml fail -DLATE -DOVERTAKE -DNOSTALE -DMAXCLOCK=2
 # The semaphore (semaphore.pml).
 check semaphore                 semaphore.pml pass
 check semaphore-restart-after-ttl semaphore.pml pass -DCRASH -DMAXCLOCK=2

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -208,4 +209,22 @@ func equalReply(a, b any) bool {
 		}
 	}
 	return true
+}
+
+// ParseNotice reads any payload without panicking, and a notice it reads
+// as naming a hold is the one the scripts publish: "<id> <who> <hold>",
+// which it gives back field by field.
+func FuzzParseNotice(f *testing.F) {
+	for _, payload := range []string{"", "id", "id ", "id who", "id who hold", "id  hold", "a b c d", "h " + Fingerprint("b") + " b-1"} {
+		f.Add(payload)
+	}
+	f.Fuzz(func(t *testing.T, payload string) {
+		n := ParseNotice(payload)
+		if n.Hold != "" && n.ID+" "+n.Who+" "+n.Hold != payload {
+			t.Fatalf("ParseNotice(%q) = %+v: the fields do not make the payload", payload, n)
+		}
+		if strings.Contains(n.ID, " ") || strings.Contains(n.Who, " ") {
+			t.Fatalf("ParseNotice(%q) = %+v: a space inside the id or the fingerprint", payload, n)
+		}
+	})
 }

@@ -64,7 +64,9 @@ type Forced struct {
 // and records them as released for at least tombstone (and the lock's
 // remaining time), so that their owner's renewals are refused. The lock
 // goes to the first live waiter, for at most window, told by a notice with
-// id notice. A lock only handed to a waiter is left to it.
+// id notice. A lock handed to a waiter naming a hold counts as that hold
+// (the waiter may hold its lease from the notices); one handed by an older
+// client, naming none, is left to the waiter.
 func (n *Node) ForceRelease(ctx context.Context, keys Keys, tombstone, window time.Duration, notice string) (Forced, error) {
 	used := append(keys.queued(), keys.Fence)
 	reply, err := n.run(ctx, forceScript, ClockCheck{}, used,

@@ -37,6 +37,11 @@ type Waiter struct {
 	// Fair: a free lock goes to the first waiter; otherwise a newcomer
 	// takes a free lock ahead of the queue.
 	Fair bool
+	// Span is how long a lock handed to the waiter stays its own at most
+	// (less when its heartbeat deadline comes first): the validity of a
+	// lease taken from the notices counts from the start of the call that
+	// queued it, for Span (see Notice). Zero: until the heartbeat deadline.
+	Span time.Duration
 }
 
 func (w Waiter) args() []any {
@@ -45,6 +50,13 @@ func (w Waiter) args() []any {
 		fair = "1"
 	}
 	return []any{strconv.FormatInt(w.Ticket, 10), milliseconds(w.Lifetime), w.Channel, fair}
+}
+
+func (w Waiter) span() string {
+	if w.Span <= 0 {
+		return milliseconds(w.Lifetime)
+	}
+	return milliseconds(w.Span)
 }
 
 func (k Keys) queued() []string {
@@ -62,7 +74,7 @@ func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner
 	args := append([]any{owner, hold, milliseconds(ttl)}, w.args()...)
 	used := append(keys.queued(), n.markerKey(keys))
 	reply, err := n.calls.run(ctx, order, acquireQueuedScript, keys.Clock, used,
-		append(args, milliseconds(window), milliseconds(keys.Guard))...).Result()
+		append(args, milliseconds(window), milliseconds(keys.Guard), w.span())...).Result()
 	if err != nil {
 		return Acquired{}, conflicting(quarantined(err), used...)
 	}
@@ -93,6 +105,7 @@ func (n *Node) Release(ctx context.Context, keys Keys, owner, hold string, tombs
 // is left free for its next attempt.
 func (n *Node) ReleaseKeepingPlace(ctx context.Context, keys Keys, owner, hold string, w Waiter, window time.Duration) (Released, string, error) {
 	args := append([]any{owner, hold, milliseconds(window), "0", keys.Readers}, w.args()[:3]...)
+	args = append(args, w.span())
 	reply, err := n.run(ctx, releaseScript, ClockCheck{}, keys.queued(), args...).Result()
 	if err != nil {
 		return 0, "", err
@@ -116,12 +129,13 @@ func decodeReleasedTo(reply any) (Released, string, error) {
 	return 0, "", fmt.Errorf("%w to release: %v", ErrBadReply, reply)
 }
 
-// Leave takes owner out of the queue. A lock handed to owner and not
-// claimed goes on to the next waiter; a free lock goes to the new first
-// waiter. notice is the id of the notice that tells that waiter.
-func (n *Node) Leave(ctx context.Context, keys Keys, owner, notice string, window time.Duration) error {
+// Leave takes owner out of the queue. A lock handed to owner naming an
+// attempt of call (see CallOf), and not claimed, goes on to the next
+// waiter; a free lock goes to the new first waiter. notice is the id of
+// the notice that tells that waiter.
+func (n *Node) Leave(ctx context.Context, keys Keys, owner, call, notice string, window time.Duration) error {
 	reply, err := n.run(ctx, leaveScript, ClockCheck{}, []string{keys.Lock, keys.Queue, keys.Alive, keys.Wake},
-		owner, notice, milliseconds(window)).Result()
+		owner, notice, milliseconds(window), call).Result()
 	if err != nil {
 		return err
 	}
@@ -145,12 +159,42 @@ func Fingerprint(owner string) string {
 	return hex.EncodeToString(sum[:])[:fingerprintLen]
 }
 
-// NoticeFor returns a filter of notices ("<id> <fingerprint>") that lets
-// through those naming owner, and those naming no one.
+// CallOf is the id of the call whose attempt hold is ("<call>.<n>"), or
+// hold itself when it has no such form.
+func CallOf(hold string) string {
+	if i := strings.LastIndexByte(hold, '.'); i > 0 {
+		if _, err := strconv.ParseUint(hold[i+1:], 10, 64); err == nil {
+			return hold[:i]
+		}
+	}
+	return hold
+}
+
+// Notice is a release notice, as the scripts publish it: "<id>" (a
+// reader's release), "<id> <fingerprint>" (the lock was handed to that
+// owner, or, with no fingerprint, freed), or "<id> <fingerprint> <hold>"
+// (handed to that owner, naming the hold of the call that last queued it
+// on the node: see queue.lua).
+type Notice struct {
+	ID   string // the release's (the same on every node)
+	Who  string // fingerprint of the owner the lock was handed to; "" none
+	Hold string // the hold the handing names; "" none
+}
+
+// ParseNotice reads a notice's payload. It never fails: fields it does
+// not find are empty.
+func ParseNotice(payload string) Notice {
+	id, rest, _ := strings.Cut(payload, " ")
+	who, hold, _ := strings.Cut(rest, " ")
+	return Notice{ID: id, Who: who, Hold: hold}
+}
+
+// NoticeFor returns a filter of notices that lets through those naming
+// owner, and those naming no one.
 func NoticeFor(owner string) func(payload string) bool {
 	me := Fingerprint(owner)
 	return func(payload string) bool {
-		_, who, _ := strings.Cut(payload, " ")
+		who := ParseNotice(payload).Who
 		return who == me || who == ""
 	}
 }

@@ -15,13 +15,14 @@ func fairWaiter(ticket int64, lifetime time.Duration) node.Waiter {
 	return node.Waiter{Ticket: ticket, Lifetime: lifetime, Channel: "c", Fair: true}
 }
 
-// inOrder has each owner acquire (hold "<owner>-1") in turn, tickets 1, 2,
+// inOrder has each owner acquire (hold "<owner>.1": call <owner>'s first attempt) in turn, tickets 1, 2,
 // …: the first takes the lock, the others queue behind it in that order.
 func inOrder(t *testing.T, n *node.Node, keys node.Keys, window time.Duration, owners ...string) {
 	t.Helper()
 	for i, owner := range owners {
 		w := fairWaiter(int64(i+1), time.Minute)
-		if _, err := n.AcquireQueued(context.Background(), nil, keys, owner, owner+"-1", time.Minute, w, window); err != nil {
+		w.Span = window // a lock handed to it lapses after window
+		if _, err := n.AcquireQueued(context.Background(), nil, keys, owner, owner+".1", time.Minute, w, window); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,7 +47,7 @@ func TestAcquireQueued_headByTicketWhateverTheArrivalOrder(t *testing.T) {
 			t.Fatalf("node %d: holder: %+v, %v", i, got, err)
 		}
 		for _, waiter := range arrival[i] {
-			got, err := nodes[i].AcquireQueued(ctx, nil, keys, waiter, waiter+"-hold", ttl, fairWaiter(tickets[waiter], lifetime), window)
+			got, err := nodes[i].AcquireQueued(ctx, nil, keys, waiter, waiter+".1", ttl, fairWaiter(tickets[waiter], lifetime), window)
 			if err != nil || got.Granted || got.PTTL < 0 {
 				t.Fatalf("node %d: %s queued: %+v, %v", i, waiter, got, err)
 			}
@@ -58,24 +59,25 @@ func TestAcquireQueued_headByTicketWhateverTheArrivalOrder(t *testing.T) {
 		if err != nil || released != node.LockDeleted || head != node.Fingerprint("w1") {
 			t.Fatalf("node %d: release = %v, head %q, %v; want the lock handed to w1", i, released, head, err)
 		}
-		// Handed, not free: no one else can take it, and it is never free
-		// for longer than the window.
-		if owner, _ := admin.HGet(ctx, keys.Lock, "owner").Result(); owner != "w1" {
-			t.Fatalf("node %d: owner after the release %q, want w1", i, owner)
+		// Handed, not free: no one else can take it, and it is never
+		// handed for longer than the waiter's heartbeat deadline (its span
+		// is zero here: the deadline), naming the hold that queued it.
+		if fields, _ := admin.HMGet(ctx, keys.Lock, "owner", "handed").Result(); fields[0] != "w1" || fields[1] != "w1.1" {
+			t.Fatalf("node %d: owner and handed after the release %v, want w1, w1.1", i, fields)
 		}
-		if pttl, _ := admin.PTTL(ctx, keys.Lock).Result(); pttl <= 0 || pttl > window {
-			t.Fatalf("node %d: a handed lock lives %v, want (0, %v]", i, pttl, window)
+		if pttl, _ := admin.PTTL(ctx, keys.Lock).Result(); pttl <= 0 || pttl > lifetime {
+			t.Fatalf("node %d: a handed lock lives %v, want (0, %v]", i, pttl, lifetime)
 		}
-		got, err := n.AcquireQueued(ctx, nil, keys, "w3", "w3-hold", ttl, fairWaiter(tickets["w3"], lifetime), window)
+		got, err := n.AcquireQueued(ctx, nil, keys, "w3", "w3.1", ttl, fairWaiter(tickets["w3"], lifetime), window)
 		if err != nil || got.Granted || got.Holder != node.Fingerprint("w1") {
 			t.Fatalf("node %d: w3 out of turn: %+v, %v; want refused, held by w1", i, got, err)
 		}
-		got, err = n.AcquireQueued(ctx, nil, keys, "w1", "w1-claim", ttl, fairWaiter(tickets["w1"], lifetime), window)
+		got, err = n.AcquireQueued(ctx, nil, keys, "w1", "w1.2", ttl, fairWaiter(tickets["w1"], lifetime), window)
 		if err != nil || !got.Granted || got.Holds != 1 {
 			t.Fatalf("node %d: w1's claim: %+v, %v; want granted, one hold", i, got, err)
 		}
 		fields, _ := admin.HGetAll(ctx, keys.Lock).Result()
-		if len(fields) != 2 || fields["owner"] != "w1" || fields["w1-claim"] != "1" {
+		if len(fields) != 2 || fields["owner"] != "w1" || fields["w1.2"] != "1" {
 			t.Fatalf("node %d: lock after the claim %v, want owner w1 and its hold", i, fields)
 		}
 		if pttl, _ := admin.PTTL(ctx, keys.Lock).Result(); pttl <= window || pttl > ttl {
@@ -121,8 +123,11 @@ func TestRelease_tellsOnlyTheWaiterItHandsTo(t *testing.T) {
 		t.Fatalf("release: head %q, %v; want b (the lower ticket)", head, err)
 	}
 	msg, err := sub.ReceiveMessage(ctx)
-	if err != nil || msg.Channel != "chan-b" || msg.Payload != "h "+node.Fingerprint("b") {
-		t.Fatalf("notice %+v, %v; want \"h <b>\" on chan-b", msg, err)
+	if err != nil || msg.Channel != "chan-b" || msg.Payload != "h "+node.Fingerprint("b")+" b-1" {
+		t.Fatalf("notice %+v, %v; want \"h <b> b-1\" on chan-b (b-1 queued b)", msg, err)
+	}
+	if notice := node.ParseNotice(msg.Payload); notice.ID != "h" || notice.Who != node.Fingerprint("b") || notice.Hold != "b-1" {
+		t.Fatalf("ParseNotice(%q) = %+v", msg.Payload, notice)
 	}
 	select {
 	case msg := <-sub.Channel():
@@ -194,10 +199,10 @@ func TestHandoff_leaveAndWindowPassItOn(t *testing.T) {
 	keys := keysOf("redlock:{h}")
 	const window = 200 * time.Millisecond
 	inOrder(t, n, keys, window, "holder", "w1", "w2", "w3")
-	if _, head, err := n.Release(ctx, keys, "holder", "holder-1", 0, window); err != nil || head != node.Fingerprint("w1") {
+	if _, head, err := n.Release(ctx, keys, "holder", "holder.1", 0, window); err != nil || head != node.Fingerprint("w1") {
 		t.Fatalf("release: %q, %v", head, err)
 	}
-	if err := n.Leave(ctx, keys, "w1", "notice", window); err != nil {
+	if err := n.Leave(ctx, keys, "w1", "w1", "notice", window); err != nil {
 		t.Fatal(err)
 	}
 	if owner, _ := admin.HGet(ctx, keys.Lock, "owner").Result(); owner != "w2" {
@@ -222,25 +227,38 @@ func TestHandoff_renewClaimsReleasePassesOn(t *testing.T) {
 	admin := cluster.Admin(t, 0)
 	keys := keysOf("redlock:{r}")
 	inOrder(t, n, keys, time.Second, "holder", "w1", "w2")
-	if _, _, err := n.Release(ctx, keys, "holder", "holder-1", 0, time.Second); err != nil {
+	if _, _, err := n.Release(ctx, keys, "holder", "holder.1", 0, time.Second); err != nil {
 		t.Fatal(err)
 	}
-	renewed, err := n.Renew(ctx, []node.Renewal{{Keys: keys, Owner: "w1", Hold: "lease", TTL: time.Minute}})
+	// The lease of w1's second attempt (the claim round won elsewhere).
+	renewed, err := n.Renew(ctx, []node.Renewal{{Keys: keys, Owner: "w1", Hold: "w1.2", TTL: time.Minute}})
 	if err != nil || renewed[0] != node.Refreshed {
 		t.Fatalf("renew on a lock handed to its owner: %v, %v", renewed, err)
 	}
-	if fields, _ := admin.HGetAll(ctx, keys.Lock).Result(); len(fields) != 2 || fields["lease"] != "1" {
+	if fields, _ := admin.HGetAll(ctx, keys.Lock).Result(); len(fields) != 2 || fields["w1.2"] != "1" {
 		t.Fatalf("after the renewal: %v, want owner and the lease's hold only", fields)
 	}
-	if _, err := release(ctx, n, keys, "w1", "lease", 0); err != nil {
+	if _, err := release(ctx, n, keys, "w1", "w1.2", 0); err != nil {
 		t.Fatal(err)
 	}
-	// Handed to w2 now; w2's release of a hold it never had passes it on.
-	if got, err := release(ctx, n, keys, "w2", "other", 0); err != nil || got != node.HoldAbsent {
-		t.Fatalf("w2's release = %v, %v", got, err)
+	// Handed to w2 now, naming w2.1 (the call that queued it). A release
+	// of another hold of w2's (the undo of an attempt, sent again or
+	// late) leaves it: w2 may have taken the lease from the notices.
+	for _, tombstone := range []time.Duration{0, time.Minute} {
+		if got, err := release(ctx, n, keys, "w2", "other", tombstone); err != nil || got != node.HoldAbsent {
+			t.Fatalf("w2's release of another hold = %v, %v", got, err)
+		}
+		if owner, _ := admin.HGet(ctx, keys.Lock, "owner").Result(); owner != "w2" {
+			t.Fatalf("after w2 released another hold, the lock is %q's, want still w2's", owner)
+		}
+	}
+	// The release of the named hold (the lease taken from the notices)
+	// frees it: it went to no one (nobody else waits).
+	if got, err := release(ctx, n, keys, "w2", "w2.1", 0); err != nil || got != node.LockDeleted {
+		t.Fatalf("w2's release of the named hold = %v, %v; want the lock deleted", got, err)
 	}
 	if exists, _ := admin.Exists(ctx, keys.Lock).Result(); exists != 0 {
-		t.Fatal("a lock handed to an owner that released stayed")
+		t.Fatal("a lock handed to an owner that released it stayed")
 	}
 }
 
@@ -270,5 +288,165 @@ func TestReleaseKeepingPlace_putsTheWaiterBack(t *testing.T) {
 	}
 	if got, err := n.AcquireQueued(ctx, nil, keys, "w1", "w1-b", ttl, fairWaiter(100, time.Minute), time.Second); err != nil || !got.Granted {
 		t.Fatalf("w1 again: %+v, %v", got, err)
+	}
+}
+
+// A waiter's entry written by an older client (its channel only) is still
+// handed the lock, for at most the window, with a notice that names no
+// hold: a lease is never taken from it.
+func TestHandoff_olderEntryGetsTheWindow(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	keys := keysOf("redlock:{o}")
+	const window = 300 * time.Millisecond
+	inOrder(t, n, keys, window, "holder", "w1")
+	if err := admin.HSet(ctx, keys.Wake, "w1", "chan-old").Err(); err != nil {
+		t.Fatal(err)
+	}
+	sub := cluster.Clients(t)[0].Subscribe(ctx, "chan-old")
+	defer sub.Close()
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, head, err := n.Release(ctx, keys, "holder", "holder.1", 0, window); err != nil || head != node.Fingerprint("w1") {
+		t.Fatalf("release: %q, %v", head, err)
+	}
+	msg, err := sub.ReceiveMessage(ctx)
+	if err != nil || msg.Payload != "holder.1 "+node.Fingerprint("w1") || node.ParseNotice(msg.Payload).Hold != "" {
+		t.Fatalf("notice %+v, %v; want one naming no hold", msg, err)
+	}
+	if handed, _ := admin.HGet(ctx, keys.Lock, "handed").Result(); handed != "1" {
+		t.Fatalf("handed = %q, want 1", handed)
+	}
+	if pttl, _ := admin.PTTL(ctx, keys.Lock).Result(); pttl <= 0 || pttl > window {
+		t.Fatalf("handed for %v, want (0, %v]", pttl, window)
+	}
+	// Any release of w1's passes such a handing on, as before.
+	if got, err := release(ctx, n, keys, "w1", "any", 0); err != nil || got != node.HoldAbsent {
+		t.Fatalf("w1's release = %v, %v", got, err)
+	}
+	if exists, _ := admin.Exists(ctx, keys.Lock).Result(); exists != 0 {
+		t.Fatal("an older handing stayed after its owner's release")
+	}
+}
+
+// A handed lock lives min(span, heartbeat deadline) from the handing: the
+// deadline set by the call the handing names, so at least span past that
+// call's start when the span is the shorter.
+func TestHandoff_handedForTheSpanOrTheDeadline(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	for _, c := range []struct {
+		name           string
+		span, lifetime time.Duration
+		want           time.Duration
+	}{
+		{"span shorter", 2 * time.Second, time.Minute, 2 * time.Second},
+		{"deadline sooner", time.Minute, 3 * time.Second, 3 * time.Second},
+	} {
+		keys := keysOf("redlock:{" + c.name + "}")
+		if _, err := n.AcquireQueued(ctx, nil, keys, "holder", "h", time.Minute, fairWaiter(1, time.Minute), time.Second); err != nil {
+			t.Fatal(err)
+		}
+		w := fairWaiter(2, c.lifetime)
+		w.Span = c.span
+		if got, err := n.AcquireQueued(ctx, nil, keys, "w", "w-1", time.Minute, w, time.Second); err != nil || got.Granted {
+			t.Fatalf("%s: queue w: %+v, %v", c.name, got, err)
+		}
+		if _, err := release(ctx, n, keys, "holder", "h", 0); err != nil {
+			t.Fatal(err)
+		}
+		pttl, _ := admin.PTTL(ctx, keys.Lock).Result()
+		if pttl > c.want || pttl < c.want-500*time.Millisecond {
+			t.Fatalf("%s: handed for %v, want about %v", c.name, pttl, c.want)
+		}
+	}
+}
+
+// A key handed to an owner naming an attempt hold ("<call>.<n>") is that
+// owner's lease if it took it from the notices. A request of the same
+// owner from another call (a re-entry into that lease) keeps the named
+// hold beside its own; a later attempt of the same call claims it; an
+// earlier one, arriving late, is refused; a leave by another call does
+// not pass it on; ForceUnlock removes it as a hold.
+func TestHandoff_handedKeyAndOtherCallsOfItsOwner(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	handed := func(name string) node.Keys {
+		keys := keysOf("redlock:{" + name + "}")
+		inOrder(t, n, keys, time.Minute, "holder", "w")
+		if _, err := release(ctx, n, keys, "holder", "holder.1", 0); err != nil {
+			t.Fatal(err)
+		}
+		if named, _ := admin.HGet(ctx, keys.Lock, "handed").Result(); named != "w.1" {
+			t.Fatalf("%s: handed %q, want w.1", name, named)
+		}
+		return keys
+	}
+	fields := func(keys node.Keys) map[string]string {
+		f, _ := admin.HGetAll(ctx, keys.Lock).Result()
+		return f
+	}
+	w := fairWaiter(2, time.Minute)
+
+	keys := handed("reentry")
+	if got, err := n.AcquireQueued(ctx, nil, keys, "w", "inner.1", time.Minute, w, time.Second); err != nil || !got.Granted || got.Holds != 2 {
+		t.Fatalf("re-entry by another call: %+v, %v; want granted, two holds", got, err)
+	}
+	if f := fields(keys); f["w.1"] != "1" || f["inner.1"] != "1" || f["handed"] != "" {
+		t.Fatalf("after the re-entry: %v; want the named hold kept beside the new one", f)
+	}
+	if got, err := release(ctx, n, keys, "w", "inner.1", 0); err != nil || got != node.HoldDropped {
+		t.Fatalf("inner release: %v, %v; want one hold removed, the lock still held", got, err)
+	}
+	if f := fields(keys); f["owner"] != "w" || f["w.1"] != "1" {
+		t.Fatalf("after the inner release: %v; want still w's, hold w.1", f)
+	}
+
+	keys = handed("plain-reentry")
+	if got, err := n.Acquire(ctx, nil, keys, "w", "inner.1", time.Minute); err != nil || !got.Granted || got.Holds != 2 {
+		t.Fatalf("plain re-entry by another call: %+v, %v; want granted, two holds", got, err)
+	}
+
+	keys = handed("renewal")
+	if renewed, err := n.Renew(ctx, []node.Renewal{{Keys: keys, Owner: "w", Hold: "inner.1", TTL: time.Minute}}); err != nil || renewed[0] != node.Refreshed {
+		t.Fatalf("renewal by another call's lease: %v, %v", renewed, err)
+	}
+	if f := fields(keys); f["w.1"] != "1" || f["inner.1"] != "1" {
+		t.Fatalf("after another call's renewal: %v; want both holds", f)
+	}
+
+	keys = handed("stale")
+	if got, err := n.AcquireQueued(ctx, nil, keys, "w", "w.0", time.Minute, w, time.Second); err != nil || got.Granted {
+		t.Fatalf("an earlier attempt arriving late: %+v, %v; want refused", got, err)
+	}
+	if f := fields(keys); f["handed"] != "w.1" || len(f) != 2 {
+		t.Fatalf("after the late attempt: %v; want the handing unchanged", f)
+	}
+
+	keys = handed("leave")
+	if err := n.Leave(ctx, keys, "w", "inner", "notice", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if f := fields(keys); f["handed"] != "w.1" {
+		t.Fatalf("after another call's leave: %v; want the handing kept", f)
+	}
+	if err := n.Leave(ctx, keys, "w", "w", "notice", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if f := fields(keys); len(f) != 0 {
+		t.Fatalf("after the call's own leave: %v; want passed on (no one waits: free)", f)
+	}
+
+	keys = handed("force")
+	forced, err := n.ForceRelease(ctx, keys, time.Minute, time.Second, "notice")
+	if err != nil || forced.Removed != 1 {
+		t.Fatalf("ForceRelease of a handed key: %+v, %v; want its named hold removed", forced, err)
+	}
+	if renewed, err := n.Renew(ctx, []node.Renewal{{Keys: keys, Owner: "w", Hold: "w.1", TTL: time.Minute}}); err != nil || renewed[0] != node.Revoked {
+		t.Fatalf("renewal of the forced hold: %v, %v; want revoked", renewed, err)
 	}
 }

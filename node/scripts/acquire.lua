@@ -34,14 +34,28 @@ if redis.call('ZSCORE', KEYS[2], ARGV[2]) then
 end
 local ttl = tonumber(ARGV[3])
 local holds = 1
+local rule
+if holder ~= false then
+  -- Handed to this owner (see handed_rule in guard.lua)?
+  local named = redis.call('HGET', KEYS[1], 'handed')
+  if named then
+    rule = handed_rule(named, ARGV[2])
+    if rule == 'stale' then
+      return timed({0, redis.call('PTTL', KEYS[1]), string.sub(redis.sha1hex(holder), 1, 16)})
+    elseif rule == 'keep' then
+      redis.call('HDEL', KEYS[1], 'handed')
+      redis.call('HSET', KEYS[1], named, 1)
+    end
+  end
+end
 if holder == false then
   if redis.call('EXISTS', KEYS[1]) == 1 then
     return redis.error_reply('ERR redlock: key is a hash that is not a lock')
   end
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], ARGV[2], 1)
   redis.call('PEXPIRE', KEYS[1], ttl)
-elseif redis.call('HEXISTS', KEYS[1], 'handed') == 1 then
-  -- Handed to this owner: claim it for this hold (see acquire_queued.lua).
+elseif rule == 'claim' then
+  -- Handed to this owner: claim it for this hold.
   redis.call('DEL', KEYS[1])
   redis.call('HSET', KEYS[1], 'owner', ARGV[1], ARGV[2], 1)
   redis.call('PEXPIRE', KEYS[1], ttl)

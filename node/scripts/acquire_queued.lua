@@ -18,6 +18,8 @@
 --          "0": plain (a newcomer takes a free lock)
 -- ARGV[8]  handoff window in milliseconds (see hand in queue.lua)
 -- KEYS[6]  the node's marker, ARGV[9] restart guard in ms (see guard.lua)
+-- ARGV[10] how long a lock handed to this waiter is kept at most, in
+--          milliseconds (its span: see queue.lua)
 --
 -- Reply (then the node's seconds and microseconds: timed in guard.lua):
 --        {1, holds}         granted (as acquire.lua); a claimed handoff is 1
@@ -41,13 +43,24 @@ local fields = redis.call('HMGET', q.lock, 'owner', 'handed')
 local holder, handed = fields[1], fields[2]
 if holder ~= false and holder ~= owner then
   -- Refused: the others' heartbeats do not matter here (hand evicts).
-  enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6])
+  enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6], hold, ARGV[10])
   return timed({0, redis.call('PTTL', q.lock), fingerprint(holder)})
 end
 if waiting then
   evict(q, node_now())
 end
 local holds = 1
+local rule
+if handed then
+  -- Handed to this owner (see handed_rule in guard.lua).
+  rule = handed_rule(handed, hold)
+  if rule == 'stale' then
+    return timed({0, redis.call('PTTL', q.lock), fingerprint(holder)})
+  elseif rule == 'keep' then
+    redis.call('HDEL', q.lock, 'handed')
+    redis.call('HSET', q.lock, handed, 1)
+  end
+end
 if holder == false then
   if redis.call('EXISTS', q.lock) == 1 then
     return redis.error_reply('ERR redlock: key is a hash that is not a lock')
@@ -55,7 +68,7 @@ if holder == false then
   if ARGV[7] == '1' and waiting then
     -- Fair: the first waiter's (this one's, if its ticket is the first;
     -- with no one queued, this one's).
-    enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6])
+    enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6], hold, ARGV[10])
     waiting = true
     local head = redis.call('ZRANGE', q.queue, 0, 0)[1]
     if head ~= owner then
@@ -64,7 +77,7 @@ if holder == false then
   end
   redis.call('HSET', q.lock, 'owner', owner, hold, 1)
   redis.call('PEXPIRE', q.lock, ttl)
-elseif handed then
+elseif rule == 'claim' then
   -- Handed to this owner: claim it for this hold, for a full ttl from now.
   redis.call('DEL', q.lock)
   redis.call('HSET', q.lock, 'owner', owner, hold, 1)

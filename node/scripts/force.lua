@@ -2,8 +2,9 @@
 -- ForceUnlock; after queue.lua). The hold ids are recorded as released, so
 -- that their owner's renewals (and any late acquire of them) are refused
 -- and its lease is lost; the lock goes to the first live waiter, as a
--- release would give it. A lock only handed to a waiter (no holds yet) is
--- left to that waiter.
+-- release would give it. A lock handed to a waiter naming a hold counts
+-- that hold (the waiter may hold the lease from the notices); one handed
+-- by an older client (no hold named) is left to that waiter.
 --
 -- KEYS[1]  lock, KEYS[2] released holds, KEYS[3] queue, KEYS[4] alive,
 --          KEYS[5] wake (see queue.lua and release.lua)
@@ -28,6 +29,10 @@ for i = 1, #fields, 2 do
     owner = fields[i + 1]
   elseif field ~= 'handed' then
     holds[#holds + 1] = field
+  elseif fields[i + 1] ~= '1' then
+    -- Handed naming a hold: the waiter may have taken its lease from the
+    -- notices, with that hold. Removed as one.
+    holds[#holds + 1] = fields[i + 1]
   end
 end
 if #fields > 0 and owner == nil then

@@ -1,5 +1,6 @@
 -- leave: a waiter gives up its place (after queue.lua). A lock handed to
--- it and not claimed goes on to the next waiter; a free lock goes to the
+-- it naming one of its attempts, and not claimed, goes on to the next
+-- waiter; a free lock goes to the
 -- new first waiter, so that it does not wait for a release that already
 -- happened.
 --
@@ -7,6 +8,9 @@
 -- ARGV[1]  owner id
 -- ARGV[2]  notice id (unique)
 -- ARGV[3]  handoff window in milliseconds
+-- ARGV[4]  the id of the leaving call: a lock handed to the owner naming
+--          an attempt of another call of the same owner (which may have
+--          taken its lease from the notices) is not passed on
 --
 -- Reply: 1 when the waiter was queued here or had the lock handed to it,
 --        0 when neither.
@@ -15,7 +19,7 @@ local owner = ARGV[1]
 local removed = redis.call('ZREM', q.queue, owner)
 dequeue(q, owner)
 local fields = redis.call('HMGET', q.lock, 'owner', 'handed')
-if fields[1] == owner and fields[2] then
+if fields[1] == owner and fields[2] and (fields[2] == '1' or attempt_of(fields[2]) == ARGV[4]) then
   redis.call('DEL', q.lock)
   hand(q, tonumber(ARGV[3]), ARGV[2], nil)
   return 1

@@ -57,10 +57,12 @@ end
 
 -- enqueue queues owner with ticket (a waiter keeps its first ticket) and
 -- refreshes its heartbeat deadline; the queue outlives no waiter by much.
-local function enqueue(q, now, owner, ticket, lifetime, channel)
+-- hold is the id of the call that queues it, span how long a lock handed
+-- to it is kept at most (see the top of this file).
+local function enqueue(q, now, owner, ticket, lifetime, channel, hold, span)
   redis.call('ZADD', q.queue, 'NX', ticket, owner)
   redis.call('ZADD', q.alive, now + lifetime, owner)
-  redis.call('HSET', q.wake, owner, channel)
+  redis.call('HSET', q.wake, owner, '\1' .. hold .. ' ' .. span .. ' ' .. channel)
   -- The three keys have the same members, so they are made and emptied
   -- together and lengthened together: the queue's life speaks for all
   -- three. They are lengthened to twice the lifetime once less than one is
@@ -73,11 +75,13 @@ local function enqueue(q, now, owner, ticket, lifetime, channel)
 end
 
 -- hand gives the free lock (the caller deleted it, or found it free) to
--- the queue's first live waiter, for at most window ms (or until that
--- waiter's heartbeat deadline) unless claimed, and tells that waiter alone
--- (payload "<id> <fingerprint>"). It returns the fingerprint, or '' when
--- no one waits. When the first waiter is except (a waiter putting its own
--- failed attempt back), the lock stays free: that waiter tries again.
+-- the queue's first live waiter, until min(its span, its heartbeat
+-- deadline), and tells that waiter alone (payload "<id> <fingerprint>
+-- <hold>", hold as in its wake entry). An entry without a hold (older
+-- clients) gets at most window ms and a notice "<id> <fingerprint>". It
+-- returns the fingerprint, or '' when no one waits. When the first waiter
+-- is except (a waiter putting its own failed attempt back), the lock
+-- stays free: that waiter tries again.
 local function hand(q, window, id, except)
   local now, head, deadline
   while true do
@@ -99,12 +103,23 @@ local function hand(q, window, id, except)
     return ''
   end
   local channel = redis.call('HGET', q.wake, head)
+  local named, span = '1', window
+  if channel then
+    local h, ms, ch = string.match(channel, '^\1(%S+) (%d+) (.*)$')
+    if h then
+      named, span, channel = h, tonumber(ms), ch
+    end
+  end
   dequeue(q, head)
-  redis.call('HSET', q.lock, 'owner', head, 'handed', 1)
-  redis.call('PEXPIRE', q.lock, math.max(1, math.min(window, deadline - now)))
+  redis.call('HSET', q.lock, 'owner', head, 'handed', named)
+  redis.call('PEXPIRE', q.lock, math.max(1, math.min(span, deadline - now)))
   local who = fingerprint(head)
   if channel then
-    redis.call('PUBLISH', channel, id .. ' ' .. who)
+    local notice = id .. ' ' .. who
+    if named ~= '1' then
+      notice = notice .. ' ' .. named
+    end
+    redis.call('PUBLISH', channel, notice)
   end
   return who
 end

@@ -23,8 +23,16 @@
 --          the nodes would name different heads)
 -- ARGV[7]  with ARGV[6]: its heartbeat lifetime in milliseconds
 -- ARGV[8]  with ARGV[6]: the channel its notices go to
+-- ARGV[9]  with ARGV[6]: its span (see queue.lua)
 --
--- Reply:  {2, who}  hold removed, it was the last: the lock went to the
+-- A lock handed to this owner and not claimed (see queue.lua) is passed
+-- on to the next waiter only by a release of the hold it names: the
+-- release of the lease that took it from the notices. Any other release
+-- of this owner (the undo of an attempt, sent again or late) leaves it:
+-- the waiter may have taken the lease from it.
+--
+-- Reply:  {2, who}  hold removed, it was the last (or the lock was handed
+--                   to this owner naming this hold): the lock went to the
 --                   waiter whose fingerprint is who, or was deleted (who
 --                   empty)
 --         1  hold removed, other holds of this owner remain
@@ -34,6 +42,13 @@
 --        -1  another owner holds the lock: no change
 local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
 local owner, hold = ARGV[1], ARGV[2]
+-- freed: the lock was deleted and went to the waiter who (or to no one).
+local function freed(who)
+  if who == '' and ARGV[5] ~= '' and not has_waiters(q) then
+    redis.call('PUBLISH', ARGV[5], hold .. ' ')
+  end
+  return {2, who}
+end
 local life = tonumber(ARGV[4])
 if life > 0 then
   -- Whether or not the hold is here now: another copy of its acquire may
@@ -43,16 +58,21 @@ if life > 0 then
   lengthen(KEYS[2], life)
 end
 if ARGV[6] then
-  enqueue(q, node_now(), owner, ARGV[6], tonumber(ARGV[7]), ARGV[8])
+  enqueue(q, node_now(), owner, ARGV[6], tonumber(ARGV[7]), ARGV[8], hold, ARGV[9])
 end
 local fields = redis.call('HMGET', q.lock, 'owner', hold, 'handed')
 local holder, held = fields[1], fields[2]
-if holder == owner and fields[3] then
-  -- Handed to this owner, which is done with the lock (it holds it on
-  -- other nodes, or gives up): on to the next waiter.
+if holder == owner and (fields[3] == hold or fields[3] == '1') then
+  -- Handed to this owner, which is done with the lock (the lease that
+  -- took it from the notices, or one that holds it on other nodes, ends;
+  -- a handing of an older client's, "1", goes on at any release): on to
+  -- the next waiter.
   redis.call('DEL', q.lock)
-  hand(q, tonumber(ARGV[3]), hold, ARGV[6] and owner or nil)
-  return 0
+  local who = hand(q, tonumber(ARGV[3]), hold, ARGV[6] and owner or nil)
+  if fields[3] ~= hold then
+    return 0
+  end
+  return freed(who)
 end
 if holder == false or holder ~= owner or held == false then
   if holder ~= false and holder ~= owner then
@@ -65,8 +85,4 @@ if redis.call('HLEN', q.lock) > 2 then
   return 1
 end
 redis.call('DEL', q.lock)
-local who = hand(q, tonumber(ARGV[3]), hold, ARGV[6] and owner or nil)
-if who == '' and ARGV[5] ~= '' and not has_waiters(q) then
-  redis.call('PUBLISH', ARGV[5], hold .. ' ')
-end
-return {2, who}
+return freed(hand(q, tonumber(ARGV[3]), hold, ARGV[6] and owner or nil))

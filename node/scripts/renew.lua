@@ -35,10 +35,15 @@ for i = 1, (#KEYS - 1) / 2 do
   elseif holder ~= false and holder ~= owner then
     replies[i] = 0
   else
-    if held == false and redis.call('HEXISTS', key, 'handed') == 1 then
+    local named = held == false and redis.call('HGET', key, 'handed')
+    if named and handed_rule(named, hold) == 'claim' then
       -- Handed to this owner as a waiter (see queue.lua): the lease
       -- claims it, as its holds are re-created on a node that lost them.
       redis.call('DEL', key)
+    elseif named then
+      -- Handed naming another call's hold: keep that hold too.
+      redis.call('HDEL', key, 'handed')
+      redis.call('HSET', key, named, 1)
     end
     redis.call('HSET', key, 'owner', owner, hold, 1)
     if redis.call('PTTL', key) < ttl then

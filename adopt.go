@@ -1,0 +1,191 @@
+package redlock
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
+)
+
+// handoff is what a waiting call knows of the locks handed to it (see
+// queue.lua): which hold each node's latest notice named, and, once an
+// attempt failed, that attempt's hold, start and the nodes that refused
+// it with an answer (so queued it, and were sent nothing else of it).
+//
+// A node hands the lock to its first waiter naming the hold of the call
+// that last queued it there, and keeps it that waiter's until at least
+// that call's start plus the queue's Span (queue.lua). When the notices of
+// a quorum of nodes name the hold of the latest attempt, each a node that
+// refused that attempt, every one of them holds the lock for this owner
+// until then, and nothing this owner sent can have ended it: a later
+// attempt (a claim) would have named another hold, undos go only to nodes
+// that granted or did not answer, and a release passes a handed lock on
+// only when it names the handed hold. So the waiter takes the lease from
+// the notices, valid until that start plus Span, less the drift, with no
+// claim round. model/adopt.pml checks this, and what breaks without each
+// of those conditions.
+type handoff struct {
+	need  int           // a quorum
+	ready chan struct{} // capacity 1: a quorum named the latest failed attempt
+
+	mu      sync.Mutex
+	named   []string // by node: the hold the latest notice named
+	hold    string   // the latest failed attempt's; "" while one runs
+	start   time.Time
+	refused []bool // by node: refused that attempt, with an answer
+}
+
+// handoffGrace is how long a waiter woken while only some nodes' notices
+// named its latest attempt waits for the others before it claims the lock
+// with a round: the nodes' notices of one release come within a fraction
+// of a millisecond of each other, and a wake-up comes before a quorum's
+// when some nodes' subscriptions are down (see pubsub's threshold).
+const handoffGrace = 3 * time.Millisecond
+
+func newHandoff(nodes, need int) *handoff {
+	return &handoff{need: need, ready: make(chan struct{}, 1), named: make([]string, nodes), refused: make([]bool, nodes)}
+}
+
+// heard records node i's notice (the Hub calls it for notices naming this
+// waiter's owner).
+func (h *handoff) heard(i int, payload string) {
+	notice := node.ParseNotice(payload)
+	if notice.Hold == "" || i < 0 || i >= len(h.named) {
+		return
+	}
+	h.mu.Lock()
+	h.named[i] = notice.Hold
+	full := h.hold != "" && h.countLocked() >= h.need
+	h.mu.Unlock()
+	if full {
+		select {
+		case h.ready <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// countLocked counts the nodes that handed the lock to the latest failed
+// attempt.
+func (h *handoff) countLocked() int {
+	n := 0
+	for i, named := range h.named {
+		if named == h.hold && h.refused[i] {
+			n++
+		}
+	}
+	return n
+}
+
+// await, after a wake-up, gives the nodes' notices that are still on
+// their way up to handoffGrace to reach a quorum, when some but not
+// enough named the latest failed attempt.
+func (h *handoff) await(ctx context.Context) {
+	h.mu.Lock()
+	n := 0
+	if h.hold != "" {
+		n = h.countLocked()
+	}
+	h.mu.Unlock()
+	if n == 0 || n >= h.need {
+		return
+	}
+	timer := time.NewTimer(handoffGrace)
+	defer timer.Stop()
+	select {
+	case <-h.ready:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+}
+
+// attempting: an attempt starts. No notice counts until it failed: its
+// requests may claim a handed lock, and its undo give it back.
+func (h *handoff) attempting() {
+	h.mu.Lock()
+	h.hold = ""
+	h.mu.Unlock()
+}
+
+// failed records the failed attempt hold that started at start: refused
+// says which nodes refused it with an answer (not unsure of its fate).
+func (h *handoff) failed(hold string, start time.Time, refused func(i int) bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hold, h.start = hold, start
+	for i := range h.refused {
+		h.refused[i] = refused(i)
+	}
+}
+
+// latest returns the latest failed attempt's hold and start, and the nodes
+// that handed the lock to it (their notices named it, and they refused it).
+func (h *handoff) latest() (string, time.Time, []int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.hold == "" {
+		return "", time.Time{}, nil
+	}
+	select {
+	case <-h.ready: // consumed: it is this call's to act on
+	default:
+	}
+	var nodes []int
+	for i, named := range h.named {
+		if named == h.hold && h.refused[i] {
+			nodes = append(nodes, i)
+		}
+	}
+	return h.hold, h.start, nodes
+}
+
+// notHanded returns the nodes of nodes whose latest notice did not name
+// hold.
+func (h *handoff) notHanded(hold string, nodes []int) []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var rest []int
+	for _, i := range nodes {
+		if h.named[i] != hold {
+			rest = append(rest, i)
+		}
+	}
+	return rest
+}
+
+// adoptable reports whether a Mutex's waiters take leases from handoff
+// notices: a lease so taken is valid for the queue's Span from its
+// attempt's start, so without the watchdog it must not be shorter than
+// the TTL the caller asked for.
+func (m *Mutex) adoptable() bool {
+	return !m.reader && (m.settings.watchdog || m.queue.Span() >= m.settings.ttl)
+}
+
+// adopt takes the lease from the handoff notices when a quorum of nodes
+// handed the lock to k's latest failed attempt (see handoff). It returns
+// nil when they have not, or the lease would no longer be valid.
+func (m *Mutex) adopt(ctx context.Context, k *call) (*lease, outcome) {
+	if k.handoff == nil {
+		return nil, outcome{}
+	}
+	hold, start, nodes := k.handoff.latest()
+	if len(nodes) < k.handoff.need {
+		return nil, outcome{}
+	}
+	k.handoff.attempting() // once: a lease that fails its fencing is given back
+	until := validUntil(start, m.queue.Span(), m.settings.driftFactor)
+	if !time.Now().Before(until) {
+		return nil, outcome{}
+	}
+	tally := quorum.Tally[node.Acquired]{Replies: make([]quorum.Reply[node.Acquired], len(m.client.nodes))}
+	for i := range tally.Replies {
+		tally.Replies[i] = quorum.Reply[node.Acquired]{Vote: quorum.No}
+	}
+	for _, i := range nodes {
+		tally.Replies[i] = quorum.Reply[node.Acquired]{Vote: quorum.Yes, Value: node.Acquired{Granted: true, Holds: 1}}
+	}
+	tally.Yes, tally.No, tally.Answered = len(nodes), len(tally.Replies)-len(nodes), len(tally.Replies)
+	return m.grant(ctx, k, hold, start, until, nil, func(*lease) quorum.Tally[node.Acquired] { return tally })
+}

@@ -1,0 +1,237 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// waitQueuedOnAll waits until name's queue is n long on every node.
+func waitQueuedOnAll(t *testing.T, cluster *redistest.Cluster, name string, n int) {
+	t.Helper()
+	waitFor(t, 5*time.Second, fmt.Sprintf("%d queued waiters on every node", n), func() bool {
+		for i := range cluster.Nodes {
+			if len(queueOf(t, cluster, i, name)) != n {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// adoption has a waiter of another Client queue behind a holder, releases
+// the holder's lease, and returns the waiter's lease, how long it had left
+// when Lock returned, and on how many nodes the lock was still only handed
+// to the waiter then (a claim round would have made it a hold there).
+func adoption(t *testing.T, cluster *redistest.Cluster, name string, opts ...redlock.Option) (*redlock.Lease, time.Duration, int) {
+	t.Helper()
+	return adoptionWith(t, testContext(t), cluster, name, opts...)
+}
+
+// adoptionWith is adoption with the waiter's Lock called with ctx.
+func adoptionWith(t *testing.T, ctx context.Context, cluster *redistest.Cluster, name string, opts ...redlock.Option) (*redlock.Lease, time.Duration, int) {
+	t.Helper()
+	holder := newClient(t, cluster, opts...)
+	waiter := newClient(t, cluster, opts...)
+	mustUnlock(t, mustLock(t, testContext(t), waiter.Mutex(name))) // scripts loaded, clock probed
+	held := mustLock(t, testContext(t), holder.Mutex(name))
+	type result struct {
+		lease  *redlock.Lease
+		left   time.Duration
+		handed int
+		err    error
+	}
+	got := make(chan result, 1)
+	go func() {
+		lease, err := waiter.Mutex(name).Lock(ctx)
+		r := result{lease: lease, err: err}
+		if err == nil {
+			r.left = time.Until(lease.Until())
+			for i := range cluster.Nodes {
+				fields, _ := cluster.Admin(t, i).HMGet(context.Background(), "redlock:{"+name+"}", "owner", "handed").Result()
+				if len(fields) == 2 && fields[0] == lease.Owner() && fields[1] != nil {
+					r.handed++
+				}
+			}
+		}
+		got <- r
+	}()
+	waitQueuedOnAll(t, cluster, name, 1)
+	time.Sleep(50 * time.Millisecond) // the subscription confirmed
+	mustUnlock(t, held)
+	r := <-got
+	if r.err != nil {
+		t.Fatalf("waiter's Lock: %v", r.err)
+	}
+	return r.lease, r.left, r.handed
+}
+
+// A waiter that hears from a quorum of nodes that the lock was handed to
+// it takes the lease from the notices: no claim round. Its validity counts
+// from its last attempt's start, for the queue's span (min(TTL, queue
+// timeout)), not a TTL from a claim.
+func TestHandoff_waiterTakesTheLeaseFromTheNotices(t *testing.T) {
+	cluster := redistest.Start(t, 5)
+	for _, fair := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
+			opts := []redlock.Option{redlock.WithQueueTimeout(4 * time.Second)}
+			if fair {
+				opts = append(opts, redlock.WithFair())
+			}
+			lease, left, handed := adoption(t, cluster, fmt.Sprintf("adopt-%v", fair), opts...)
+			t.Logf("lease left %v at the grant; handed, unclaimed, on %d of 5 nodes", left, handed)
+			if left <= 0 || left > 4*time.Second {
+				t.Errorf("lease valid for %v more; want at most the span, 4s (a claimed lease has the 30s TTL)", left)
+			}
+			if handed < 3 {
+				t.Errorf("at the grant the lock was only handed to the waiter on %d nodes; want a quorum, 3 (a claim round makes it a hold)", handed)
+			}
+			mustUnlock(t, lease)
+		})
+	}
+}
+
+// The adopted lease holds the lock: another Client is refused; the
+// watchdog renews it before its span ends (it would otherwise lapse at
+// the span); its release frees the lock at once.
+func TestHandoff_adoptedLeaseHoldsRenewsAndReleases(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	const span = 900 * time.Millisecond
+	lease, left, _ := adoption(t, cluster, "adopted", redlock.WithQueueTimeout(span))
+	if left > span {
+		t.Fatalf("lease valid for %v more; want at most the span %v (taken from the notices)", left, span)
+	}
+	other := newClient(t, cluster)
+	ctx := testContext(t)
+	if _, err := other.Mutex("adopted").TryLock(ctx); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("another Client's TryLock on an adopted lock: %v, want ErrNotAcquired", err)
+	}
+	time.Sleep(2 * span)
+	if err := lease.Err(); err != nil {
+		t.Fatalf("adopted lease after twice its span: %v; want renewed", err)
+	}
+	if until := time.Until(lease.Until()); until < 10*time.Second {
+		t.Fatalf("adopted lease has %v left after renewals; want the TTL's", until)
+	}
+	if _, err := other.Mutex("adopted").TryLock(ctx); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("another Client's TryLock after the renewal: %v, want ErrNotAcquired", err)
+	}
+	mustUnlock(t, lease)
+	mustUnlock(t, mustLockNow(t, ctx, other.Mutex("adopted")))
+}
+
+// Released before any renewal, an adopted lease frees the lock on every
+// node (its release names the hold the nodes handed it for).
+func TestHandoff_adoptedLeaseReleasedAtOnce(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	lease, _, _ := adoption(t, cluster, "quick")
+	if err := lease.Unlock(context.Background()); err != nil {
+		t.Fatalf("Unlock of an adopted lease: %v", err)
+	}
+	for i := range cluster.Nodes {
+		if n, err := cluster.Admin(t, i).Exists(context.Background(), "redlock:{quick}").Result(); err != nil || n != 0 {
+			t.Fatalf("node %d still has the lock after the adopted lease's release (%v)", i, err)
+		}
+	}
+	mustUnlock(t, mustLockNow(t, testContext(t), newClient(t, cluster).Mutex("quick")))
+}
+
+// Without the watchdog, a lease taken from the notices would be shorter
+// than the TTL the caller asked for: the waiter claims the lock instead,
+// unless the span is the TTL (TTL <= queue timeout).
+func TestHandoff_withoutWatchdogOnlyWhenTheSpanIsTheTTL(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	claimed, left, _ := adoption(t, cluster, "claimed", redlock.WithWatchdog(false), redlock.WithTTL(20*time.Second))
+	mustUnlock(t, claimed)
+	if left < 15*time.Second {
+		t.Fatalf("without the watchdog a waiter's lease has %v left; want the 20s TTL (claimed)", left)
+	}
+	lease, left, handed := adoption(t, cluster, "short", redlock.WithWatchdog(false), redlock.WithTTL(3*time.Second))
+	if left > 3*time.Second || handed < 2 {
+		t.Fatalf("TTL 3s (= the span) without the watchdog: %v left, handed on %d nodes; want taken from the notices", left, handed)
+	}
+	mustUnlock(t, lease)
+}
+
+// mustLockNow takes m with TryLock: it must be free.
+func mustLockNow(t *testing.T, ctx context.Context, m *redlock.Mutex) *redlock.Lease {
+	t.Helper()
+	lease, err := m.TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock(%s): %v; want the lock free", m.Name(), err)
+	}
+	return lease
+}
+
+// Two Lock calls that share an owner (WithOwner) both write its place on
+// the nodes, so a notice naming one call's attempt says nothing of the
+// other's: a call with an owner from its ctx always claims the lock.
+func TestHandoff_sharedOwnerClaims(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := redlock.WithOwner(testContext(t), "shared-owner")
+	lease, left, handed := adoptionWith(t, ctx, cluster, "shared")
+	if left < 20*time.Second || handed != 0 {
+		t.Fatalf("a waiter with an owner from its ctx: %v left, handed on %d nodes; want a claimed lease (the 30s TTL, no handed key)", left, handed)
+	}
+	mustUnlock(t, lease)
+}
+
+// Re-entering a lease taken from the notices (Lock with its Context),
+// before its first renewal has turned the handed keys into holds, keeps
+// the outer hold on the nodes: the inner Unlock does not free the lock,
+// and neither does an inner Lock that gives up (its leave). Both freed it
+// while the handed key stood for the outer lease's hold alone.
+func TestHandoff_reentryIntoAnAdoptedLease(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	for _, how := range []string{"inner unlock", "inner gives up"} {
+		t.Run(how, func(t *testing.T) {
+			name := "reentry-" + strings.ReplaceAll(how, " ", "-")
+			lease, left, handed := adoption(t, cluster, name, redlock.WithQueueTimeout(3*time.Second))
+			if left > 3*time.Second || handed < 2 {
+				t.Fatalf("not taken from the notices: %v left, handed on %d nodes", left, handed)
+			}
+			m := newClient(t, cluster).Mutex(name)
+			if how == "inner unlock" {
+				mustUnlock(t, mustLock(t, lease.Context(), m))
+			} else {
+				ctx, cancel := context.WithCancel(lease.Context())
+				cancel()
+				if _, err := m.Lock(ctx); err == nil {
+					t.Fatal("Lock with a cancelled ctx succeeded")
+				}
+			}
+			if other, err := newClient(t, cluster).Mutex(name).TryLock(testContext(t)); err == nil {
+				_ = other.Unlock(context.Background())
+				t.Fatalf("another owner took the lock while the outer lease is valid (%v left, Err %v)", time.Until(lease.Until()), lease.Err())
+			}
+			mustUnlock(t, lease)
+		})
+	}
+}
+
+// ForceUnlock removes a lease taken from the notices like any other: it
+// is lost at its next renewal, and the lock is free at once.
+func TestHandoff_forceUnlockRevokesAnAdoptedLease(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	const span = 900 * time.Millisecond
+	lease, _, _ := adoption(t, cluster, "forced-adopted", redlock.WithQueueTimeout(span))
+	op := newClient(t, cluster)
+	if err := op.ForceUnlock(testContext(t), "forced-adopted"); err != nil {
+		t.Fatal(err)
+	}
+	mustUnlock(t, mustLockNow(t, testContext(t), op.Mutex("forced-adopted")))
+	select {
+	case <-lease.Done():
+	case <-time.After(2 * span):
+		t.Fatalf("the adopted lease outlived ForceUnlock: Err %v, %v left", lease.Err(), time.Until(lease.Until()))
+	}
+	if !errors.Is(lease.Err(), redlock.ErrLost) {
+		t.Fatalf("lease after ForceUnlock: %v, want ErrLost", lease.Err())
+	}
+}
