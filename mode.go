@@ -91,6 +91,9 @@ func (w waiters) leaveQueue(ctx context.Context, k *call, lease *lease) {
 		w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id)
 		return
 	}
+	if len(queued) == 0 {
+		return // every node granted (an uncontended Lock): nothing to leave
+	}
 	// Holding the lock already: leaving the other nodes' queues must not
 	// delay Lock (a dead node would cost the node timeout). A node whose
 	// notice named the lease's hold has handed it the lock (and dequeued

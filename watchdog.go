@@ -35,6 +35,7 @@ type watchdog struct {
 
 	mu      sync.Mutex
 	due     map[*lease]time.Time // next renewal; zero while a round is in flight
+	wakeAt  time.Time            // when the scheduler wakes next (collect sets it)
 	started bool
 	closed  bool
 }
@@ -67,12 +68,19 @@ func (w *watchdog) add(l *lease) {
 		w.mu.Unlock()
 		return
 	}
-	w.due[l] = l.acquired.Add(min(l.mutex.settings.ttl, l.until.Sub(l.acquired)) / 3)
+	at := l.acquired.Add(min(l.mutex.settings.ttl, l.until.Sub(l.acquired)) / 3)
+	w.due[l] = at
 	if !w.started {
 		w.started = true
 		w.work.Go(w.run)
 	}
+	// The scheduler wakes at wakeAt anyway: a lease due no earlier needs
+	// no wake-up now (a Lock does not cost a scan of every lease).
+	later := !w.wakeAt.IsZero() && !at.Before(w.wakeAt)
 	w.mu.Unlock()
+	if later {
+		return
+	}
 	select {
 	case w.kick <- struct{}{}:
 	default:
@@ -138,6 +146,7 @@ func (w *watchdog) collect(now time.Time) ([][]*lease, time.Duration) {
 		}
 		sleep = min(sleep, at.Sub(now))
 	}
+	w.wakeAt = now.Add(sleep)
 	var batches [][]*lease
 	for len(due) > 0 {
 		size := min(len(due), w.batchLimit)
