@@ -58,6 +58,12 @@ func runContended(b *testing.B, cfg config, set *nodes, l lib) {
 	}
 	spent := after.since(set, before)
 
+	reportContended(b, cfg, logs, deadline, spent)
+}
+
+// reportContended checks a contended run's logs (errors, overlaps) and
+// reports its metrics; spent is what the nodes and clients counted.
+func reportContended(b *testing.B, cfg config, logs []workerLog, deadline time.Time, spent counts) {
 	for i, log := range logs {
 		if log.err != nil {
 			b.Errorf("worker %d: %d unexpected errors, first: %v", i, log.errs, log.err)
@@ -78,6 +84,7 @@ func runContended(b *testing.B, cfg config, set *nodes, l lib) {
 	b.ReportMetric(sections/cfg.duration.Seconds(), "sections/s")
 	gaps, waits := sortedCopy(st.gaps), sortedCopy(st.waits)
 	b.ReportMetric(micros(percentile(gaps, 0.50)), "gap-p50-µs")
+	b.ReportMetric(micros(percentile(sortedCopy(st.holds), 0.50)), "hold-p50-µs")
 	b.ReportMetric(micros(percentile(gaps, 0.99)), "gap-p99-µs")
 	b.ReportMetric(millis(percentile(waits, 0.99)), "wait-p99-ms")
 	b.ReportMetric(millis(percentile(waits, 1)), "wait-max-ms")
@@ -154,6 +161,7 @@ type contendedStats struct {
 	sections int             // granted before the deadline
 	gaps     []time.Duration // release to next grant, in grant order
 	waits    []time.Duration // every Lock call, cut ones included
+	holds    []time.Duration // grant to Unlock call: the hold as slept
 	regrabs  int             // gaps after which the same worker held it again
 	overlaps int             // grants before the previous Unlock: must be 0
 }
@@ -165,6 +173,7 @@ func analyze(logs []workerLog, deadline time.Time) contendedStats {
 		for _, s := range log.sections {
 			if s.granted.Before(deadline) {
 				all = append(all, s)
+				st.holds = append(st.holds, s.released.Sub(s.granted))
 			}
 			st.waits = append(st.waits, s.granted.Sub(s.asked))
 		}
