@@ -29,12 +29,16 @@ import (
 type handoff struct {
 	need  int           // a quorum
 	ready chan struct{} // capacity 1: a quorum named the latest failed attempt
+	news  chan struct{} // capacity 1: a notice was heard (see settle)
 
 	mu      sync.Mutex
 	named   []string // by node: the hold the latest notice named
 	hold    string   // the latest failed attempt's; "" while one runs
 	start   time.Time
 	refused []bool // by node: refused that attempt, with an answer
+	// frozen: the hold of a lease whose release has started; notices
+	// naming it no longer count (see freeze).
+	frozen string
 }
 
 // handoffGrace is how long a waiter woken while only some nodes' notices
@@ -45,7 +49,8 @@ type handoff struct {
 const handoffGrace = 3 * time.Millisecond
 
 func newHandoff(nodes, need int) *handoff {
-	return &handoff{need: need, ready: make(chan struct{}, 1), named: make([]string, nodes), refused: make([]bool, nodes)}
+	return &handoff{need: need, ready: make(chan struct{}, 1), news: make(chan struct{}, 1),
+		named: make([]string, nodes), refused: make([]bool, nodes)}
 }
 
 // heard records node i's notice (the Hub calls it for notices naming this
@@ -56,6 +61,10 @@ func (h *handoff) heard(i int, payload string) {
 		return
 	}
 	h.mu.Lock()
+	if notice.Hold == h.frozen {
+		h.mu.Unlock()
+		return
+	}
 	h.named[i] = notice.Hold
 	full := h.hold != "" && h.countLocked() >= h.need
 	h.mu.Unlock()
@@ -64,6 +73,10 @@ func (h *handoff) heard(i int, payload string) {
 		case h.ready <- struct{}{}:
 		default:
 		}
+	}
+	select {
+	case h.news <- struct{}{}:
+	default:
 	}
 }
 
@@ -153,6 +166,56 @@ func (h *handoff) notHanded(hold string, nodes []int) []int {
 		}
 	}
 	return rest
+}
+
+// settle returns the nodes of nodes that have not handed the lock to the
+// lease of hold, after waiting up to handoffGrace for their notices, or
+// until the lease's release starts (freeze): the ones the lease must leave
+// the queue of. A lease taken from a quorum's notices is taken before the
+// other nodes' notices of the same release arrive; a leave sent to such a
+// node would pass the lock on there at once (it is this call's), a round
+// trip the lease's release makes anyway, and would wake the next waiter
+// with notices from a minority. A node counts as handed only by a notice
+// heard before the release was sent, so the release reached it after the
+// handing and passed the lock on; every other node is left. done ends the
+// wait early (the Client is closing).
+func (h *handoff) settle(hold string, nodes []int, done <-chan struct{}) []int {
+	rest := h.notHanded(hold, nodes)
+	if len(rest) == 0 {
+		return rest
+	}
+	timer := time.NewTimer(handoffGrace)
+	defer timer.Stop()
+	for len(rest) > 0 && !h.isFrozen(hold) {
+		select {
+		case <-h.news:
+		case <-timer.C:
+			return h.notHanded(hold, rest)
+		case <-done:
+			return h.notHanded(hold, rest)
+		}
+		rest = h.notHanded(hold, rest)
+	}
+	return rest
+}
+
+// freeze: the release of the lease of hold starts. Notices naming hold
+// heard from now on do not count for settle: the release may have reached
+// their node before the handing did, so only a leave can pass it on.
+func (h *handoff) freeze(hold string) {
+	h.mu.Lock()
+	h.frozen = hold
+	h.mu.Unlock()
+	select {
+	case h.news <- struct{}{}:
+	default:
+	}
+}
+
+func (h *handoff) isFrozen(hold string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.frozen == hold
 }
 
 // adoptable reports whether a Mutex's waiters take leases from handoff

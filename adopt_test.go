@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/faultproxy"
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/redis/go-redis/v9"
 )
 
 // waitQueuedOnAll waits until name's queue is n long on every node.
@@ -234,4 +237,92 @@ func TestHandoff_forceUnlockRevokesAnAdoptedLease(t *testing.T) {
 	if !errors.Is(lease.Err(), redlock.ErrLost) {
 		t.Fatalf("lease after ForceUnlock: %v, want ErrLost", lease.Err())
 	}
+}
+
+// A lease taken from a quorum's notices does not leave the queue of a node
+// whose notice of the same release is still on its way: that node handed
+// the lock to it as well, and a leave would pass the lock on there to the
+// next waiter at once, mid-lease (and wake that waiter with notices from a
+// minority). The lease's release passes it on instead.
+func TestHandoff_adoptedLeaseKeepsTheNodesWhoseNoticesComeLate(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := testContext(t)
+	const name = "late-notice"
+	proxy, err := faultproxy.New(cluster.Nodes[2].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = proxy.Close() })
+	clients := cluster.Clients(t)
+	slow := redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true})
+	t.Cleanup(func() { _ = slow.Close() })
+	clients[2] = slow
+	waiter, err := redlock.New(clients)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = waiter.Close() })
+	holder, next := newClient(t, cluster), newClient(t, cluster)
+	for _, c := range []*redlock.Client{waiter, next} {
+		mustUnlock(t, mustLock(t, ctx, c.Mutex(name))) // scripts loaded, clock probed
+	}
+	owners := func() []string {
+		var out []string
+		for i := range cluster.Nodes {
+			owner, _ := cluster.Admin(t, i).HGet(context.Background(), "redlock:{"+name+"}", "owner").Result()
+			out = append(out, owner)
+		}
+		return out
+	}
+	// An Unlock returns at a quorum: the warm-ups' last releases may still
+	// be on their way, and the holder must hold every node.
+	waitFor(t, 5*time.Second, "the warm-ups released everywhere", func() bool {
+		return !slices.ContainsFunc(owners(), func(o string) bool { return o != "" })
+	})
+	held := mustLock(t, ctx, holder.Mutex(name))
+	waitFor(t, 5*time.Second, "the holder on every node", func() bool {
+		return !slices.ContainsFunc(owners(), func(o string) bool { return o != held.Owner() })
+	})
+	type result struct {
+		lease *redlock.Lease
+		err   error
+	}
+	adopted, after := make(chan result, 1), make(chan result, 1)
+	go func() {
+		lease, err := waiter.Mutex(name).Lock(ctx)
+		adopted <- result{lease, err}
+	}()
+	waitQueuedOnAll(t, cluster, name, 1)
+	go func() {
+		lease, err := next.Mutex(name).Lock(ctx)
+		after <- result{lease, err}
+	}()
+	waitQueuedOnAll(t, cluster, name, 2)
+	time.Sleep(50 * time.Millisecond) // the subscriptions confirmed
+	// Node 2's notice reaches the waiter 1 ms after the others': the
+	// waiter takes the lease from nodes 0 and 1.
+	proxy.SetLatency(time.Millisecond)
+	mustUnlock(t, held)
+	r := <-adopted
+	if r.err != nil {
+		t.Fatalf("waiter's Lock: %v", r.err)
+	}
+	time.Sleep(50 * time.Millisecond) // any leave has arrived
+	for i, owner := range owners() {
+		if owner != r.lease.Owner() {
+			t.Errorf("node %d: the lock's owner is %q during the lease, want the lease's", i, owner)
+		}
+	}
+	select {
+	case n := <-after:
+		t.Fatalf("the next waiter's Lock returned during the lease: %v", n.err)
+	default:
+	}
+	proxy.SetLatency(0)
+	mustUnlock(t, r.lease)
+	n := <-after
+	if n.err != nil {
+		t.Fatalf("the next waiter's Lock after the release: %v", n.err)
+	}
+	mustUnlock(t, n.lease)
 }

@@ -131,6 +131,10 @@ type lease struct {
 	// after them (see Mutex.attempt).
 	order *node.Order
 
+	// releasing (may be nil) is called once the release starts, before
+	// anything of it is sent (see handoff.freeze).
+	releasing func()
+
 	mu       sync.Mutex
 	until    time.Time
 	err      error       // nil while held; ErrLost, ErrReleased or ErrClosed after
@@ -222,6 +226,9 @@ func (l *lease) release(ctx context.Context, cause error, complete bool) error {
 		l.err = cause
 	}
 	l.mu.Unlock()
+	if l.releasing != nil {
+		l.releasing()
+	}
 	l.mutex.client.watchdog.remove(l)
 	defer l.mutex.client.untrack(l)
 	defer l.cancel(cause)

@@ -92,16 +92,19 @@ func (w waiters) leaveQueue(ctx context.Context, k *call, lease *lease) {
 		return
 	}
 	if len(queued) == 0 {
+		k.unwatch()
 		return // every node granted (an uncontended Lock): nothing to leave
 	}
 	// Holding the lock already: leaving the other nodes' queues must not
 	// delay Lock (a dead node would cost the node timeout). A node whose
 	// notice named the lease's hold has handed it the lock (and dequeued
-	// it): the lease's release passes it on there, so it is not left.
+	// it): the lease's release passes it on there, so it is not left; a
+	// notice still on its way is given a moment (handoff.settle).
 	w.m.client.background.Go(func() {
 		if k.handoff != nil {
-			queued = k.handoff.notHanded(lease.hold, queued)
+			queued = k.handoff.settle(lease.hold, queued, w.m.client.done)
 		}
+		k.unwatch()
 		w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id)
 	})
 }

@@ -261,9 +261,26 @@ func (k *call) finish(ctx context.Context, lease *lease) {
 		}
 	}
 	if k.watcher != nil {
-		k.watcher.Leave(lease != nil)
+		if k.watchOn(lease) {
+			k.watcher.Granted()
+		} else {
+			k.watcher.Leave(lease != nil)
+		}
 	}
 	k.m.mode.finish(ctx, k, lease)
+}
+
+// watchOn reports whether a call that ends with lease keeps watching for
+// notices until it has left the nodes' queues (waiters.leaveQueue, which
+// then calls unwatch): a call that may take leases from notices, granted,
+// learns from the notices still arriving which nodes handed it the lock.
+func (k *call) watchOn(lease *lease) bool { return lease != nil && k.handoff != nil }
+
+// unwatch ends the watching that watchOn kept on.
+func (k *call) unwatch() {
+	if k.watcher != nil && k.handoff != nil {
+		k.watcher.Leave(true)
+	}
 }
 
 func (m *Mutex) observeAcquired(lease *lease, wait time.Duration, votes int) {

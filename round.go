@@ -155,6 +155,9 @@ func (m *Mutex) grant(ctx context.Context, k *call, hold string, start, until ti
 	granted func(*lease) quorum.Tally[node.Acquired]) (*lease, outcome) {
 	lease := newLease(ctx, m, k.owner, hold, start, until)
 	lease.order = order
+	if k.handoff != nil {
+		lease.releasing = func() { k.handoff.freeze(hold) }
+	}
 	if !k.gated {
 		// Fair writers and readers never entered the Client's gate:
 		// their release must not leave an entry of another owner's.

@@ -94,3 +94,34 @@ func TestChannel_wake_allUnfilteredAndEveryOneNamed(t *testing.T) {
 		t.Fatalf("passOn woke %d watchers, want 1", pending)
 	}
 }
+
+func TestChannel_grantedWatcherHearsButTakesNoWakeUp(t *testing.T) {
+	h := &Hub{channels: map[string]*channel{}}
+	ch := newChannel(1)
+	h.channels["c"] = ch
+	var heard []string
+	granted := &Watcher{hub: h, name: "c", wake: make(chan struct{}, 1),
+		heard: func(_ int, payload string) { heard = append(heard, payload) }}
+	waiting := &Watcher{hub: h, name: "c", wake: make(chan struct{}, 1), accept: func(string) bool { return false }}
+	ch.watchers = []*Watcher{granted, waiting}
+	granted.Granted()
+
+	h.deliver(0, "c", "r1 a")
+	if len(heard) != 1 || heard[0] != "r1 a" {
+		t.Fatalf("granted watcher heard %q, want the notice", heard)
+	}
+	if granted.pending() {
+		t.Fatal("granted watcher woken by a notice")
+	}
+	// A wake-up passed on must reach the one still waiting, whatever the
+	// round-robin position.
+	for range 3 {
+		ch.passOn()
+		if granted.pending() {
+			t.Fatal("granted watcher took a wake-up passed on")
+		}
+		if !waiting.pending() {
+			t.Fatal("the waiting watcher was not given the wake-up passed on")
+		}
+	}
+}

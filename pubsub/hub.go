@@ -239,6 +239,9 @@ type Watcher struct {
 	wake   chan struct{} // capacity 1: one pending wake-up at most
 	accept func(payload string) bool
 	heard  func(node int, payload string) // may be nil
+	// granted (under the hub's mu): the waiter took the lock; it still
+	// hears notices, but takes no wake-ups (see Granted).
+	granted bool
 }
 
 // Wake delivers a value when a release notice for this watcher arrived.
@@ -248,7 +251,19 @@ func (w *Watcher) Wake() <-chan struct{} { return w.wake }
 // the lock.
 func (w *Watcher) Leave(acquired bool) { w.hub.leave(w, acquired) }
 
+// Granted says the waiter took the lock but keeps its registration a
+// while, to hear the notices still on their way: from now on it is not
+// woken, so that no wake-up another watcher passes on is lost on it.
+func (w *Watcher) Granted() {
+	w.hub.mu.Lock()
+	w.granted = true
+	w.hub.mu.Unlock()
+}
+
 func (w *Watcher) signal() bool {
+	if w.granted {
+		return false
+	}
 	select {
 	case w.wake <- struct{}{}:
 		return true
