@@ -35,7 +35,6 @@ if refused then
 end
 local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
 local owner, hold, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local waiting = has_waiters(q)
 if redis.call('ZSCORE', KEYS[2], hold) then
   return timed({2})
 end
@@ -46,6 +45,7 @@ if holder ~= false and holder ~= owner then
   enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6], hold, ARGV[10])
   return timed({0, redis.call('PTTL', q.lock), fingerprint(holder)})
 end
+local waiting = has_waiters(q)
 if waiting then
   evict(q, node_now())
 end
