@@ -39,6 +39,10 @@ type handoff struct {
 	// frozen: the hold of a lease whose release has started; notices
 	// naming it no longer count (see freeze).
 	frozen string
+	// toLeave: the nodes whose queues the lease of leaveHold is still to
+	// leave (see settle); taken once, by settle or by the release.
+	toLeave   []int
+	leaveHold string
 }
 
 // handoffGrace is how long a waiter woken while only some nodes' notices
@@ -46,7 +50,7 @@ type handoff struct {
 // with a round: the nodes' notices of one release come within a fraction
 // of a millisecond of each other, and a wake-up comes before a quorum's
 // when some nodes' subscriptions are down (see pubsub's threshold).
-const handoffGrace = 3 * time.Millisecond
+var handoffGrace = 3 * time.Millisecond
 
 func newHandoff(nodes, need int) *handoff {
 	return &handoff{need: need, ready: make(chan struct{}, 1), news: make(chan struct{}, 1),
@@ -154,11 +158,9 @@ func (h *handoff) latest() (string, time.Time, []int) {
 	return h.hold, h.start, nodes
 }
 
-// notHanded returns the nodes of nodes whose latest notice did not name
-// hold.
-func (h *handoff) notHanded(hold string, nodes []int) []int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+// notHandedLocked returns the nodes of nodes whose latest notice did not
+// name hold.
+func (h *handoff) notHandedLocked(hold string, nodes []int) []int {
 	var rest []int
 	for _, i := range nodes {
 		if h.named[i] != hold {
@@ -168,40 +170,67 @@ func (h *handoff) notHanded(hold string, nodes []int) []int {
 	return rest
 }
 
-// settle returns the nodes of nodes that have not handed the lock to the
-// lease of hold, after waiting up to handoffGrace for their notices, or
-// until the lease's release starts (freeze): the ones the lease must leave
-// the queue of. A lease taken from a quorum's notices is taken before the
-// other nodes' notices of the same release arrive; a leave sent to such a
-// node would pass the lock on there at once (it is this call's), a round
-// trip the lease's release makes anyway, and would wake the next waiter
-// with notices from a minority. A node counts as handed only by a notice
-// heard before the release was sent, so the release reached it after the
-// handing and passed the lock on; every other node is left. done ends the
-// wait early (the Client is closing).
-func (h *handoff) settle(hold string, nodes []int, done <-chan struct{}) []int {
-	rest := h.notHanded(hold, nodes)
-	if len(rest) == 0 {
-		return rest
+// The queues a lease leaves. A lease taken from a quorum's notices is
+// taken before the other nodes' notices of the same release arrive; a
+// leave sent to such a node would pass the lock on there at once (it is
+// this call's), a round trip the lease's release makes anyway, and would
+// wake the next waiter with notices from a minority. So the nodes that
+// refused the lease's attempt are left only once their notices had up to
+// handoffGrace to arrive (settle), and only those not heard from. A node
+// counts as heard only by a notice heard before the lease's release
+// starts (freeze): the release then reaches it after the handing and
+// passes the lock on. When the release starts before settle is done, it
+// sends the leaves itself, each placed on its node ahead of the release
+// (takeLeave), so that a handing that comes after the release cannot stay
+// with this owner.
+
+// expectLeave records the nodes the lease of hold is to leave.
+func (h *handoff) expectLeave(hold string, nodes []int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.leaveHold, h.toLeave = hold, nodes
+}
+
+// takeLeave returns, once, the nodes the lease of hold is still to leave:
+// those not heard from (nil when none, or taken already).
+func (h *handoff) takeLeave(hold string) []int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.leaveHold != hold {
+		return nil
 	}
+	nodes := h.notHandedLocked(hold, h.toLeave)
+	h.leaveHold, h.toLeave = "", nil
+	return nodes
+}
+
+// settle waits up to handoffGrace for the notices of the nodes the lease
+// of hold is to leave, until all came, the release started, or done
+// closed (the Client is closing). The caller then takes the leave.
+func (h *handoff) settle(hold string, done <-chan struct{}) {
 	timer := time.NewTimer(handoffGrace)
 	defer timer.Stop()
-	for len(rest) > 0 && !h.isFrozen(hold) {
+	for h.waitingFor(hold) {
 		select {
 		case <-h.news:
 		case <-timer.C:
-			return h.notHanded(hold, rest)
+			return
 		case <-done:
-			return h.notHanded(hold, rest)
+			return
 		}
-		rest = h.notHanded(hold, rest)
 	}
-	return rest
+}
+
+// waitingFor reports whether the lease of hold still waits for notices.
+func (h *handoff) waitingFor(hold string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.leaveHold == hold && h.frozen != hold && len(h.notHandedLocked(hold, h.toLeave)) > 0
 }
 
 // freeze: the release of the lease of hold starts. Notices naming hold
-// heard from now on do not count for settle: the release may have reached
-// their node before the handing did, so only a leave can pass it on.
+// heard from now on do not count: the release may have reached their node
+// before the handing did, so only a leave can pass it on.
 func (h *handoff) freeze(hold string) {
 	h.mu.Lock()
 	h.frozen = hold
@@ -210,12 +239,6 @@ func (h *handoff) freeze(hold string) {
 	case h.news <- struct{}{}:
 	default:
 	}
-}
-
-func (h *handoff) isFrozen(hold string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.frozen == hold
 }
 
 // adoptable reports whether a Mutex's waiters take leases from handoff

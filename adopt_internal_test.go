@@ -1,62 +1,77 @@
 package redlock
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
 
-// settle waits for the notices of the nodes that have not yet named the
-// lease's hold, up to handoffGrace, and ends at once when the release
-// starts; a notice heard after that does not count (the release may have
+// The queues a lease taken from notices leaves (see handoff.settle): it
+// waits for the notices of the nodes still silent, up to handoffGrace,
+// and leaves only the ones not heard; the release starting ends the wait,
+// and a notice heard after that does not count (the release may have
 // reached its node before the handing).
 func TestHandoff_settle(t *testing.T) {
+	defer func(d time.Duration) { handoffGrace = d }(handoffGrace)
+	handoffGrace = 200 * time.Millisecond // far above any scheduling stall
 	const hold = "call.1"
 	notice := func(h *handoff, i int) { h.heard(i, "r1 fp "+hold) }
 	fresh := func() *handoff {
 		h := newHandoff(3, 2)
 		h.failed(hold, time.Now(), func(int) bool { return true })
 		notice(h, 0)
+		h.expectLeave(hold, []int{0, 1, 2})
 		return h
 	}
-
-	t.Run("a notice on its way is waited for", func(t *testing.T) {
-		h := fresh()
-		go func() {
-			time.Sleep(handoffGrace / 10)
-			notice(h, 1)
-		}()
+	settled := func(h *handoff, done <-chan struct{}) <-chan time.Duration {
+		out := make(chan time.Duration, 1)
 		start := time.Now()
-		rest := h.settle(hold, []int{0, 1, 2}, nil)
-		if len(rest) != 1 || rest[0] != 2 {
-			t.Fatalf("settle left %v, want [2]", rest)
-		}
-		if waited := time.Since(start); waited < handoffGrace {
+		go func() {
+			h.settle(hold, done)
+			out <- time.Since(start)
+		}()
+		return out
+	}
+
+	t.Run("a notice on its way is waited for, a silent node until the grace", func(t *testing.T) {
+		h := fresh()
+		took := settled(h, nil)
+		time.Sleep(time.Millisecond)
+		notice(h, 1)
+		if waited := <-took; waited < handoffGrace {
 			t.Fatalf("settle returned after %v with node 2 silent, want the grace (%v)", waited, handoffGrace)
+		}
+		if rest := h.takeLeave(hold); !slices.Equal(rest, []int{2}) {
+			t.Fatalf("left %v, want [2]", rest)
+		}
+		if rest := h.takeLeave(hold); rest != nil {
+			t.Fatalf("left %v a second time, want nothing", rest)
 		}
 	})
 
 	t.Run("every node heard ends the wait", func(t *testing.T) {
 		h := fresh()
+		took := settled(h, nil)
 		notice(h, 1)
 		notice(h, 2)
-		if rest := h.settle(hold, []int{0, 1, 2}, nil); len(rest) != 0 {
-			t.Fatalf("settle left %v, want none", rest)
+		if waited := <-took; waited >= handoffGrace {
+			t.Fatalf("settle waited %v with every node heard", waited)
+		}
+		if rest := h.takeLeave(hold); len(rest) != 0 {
+			t.Fatalf("left %v, want none", rest)
 		}
 	})
 
 	t.Run("the release ends the wait, and later notices do not count", func(t *testing.T) {
 		h := fresh()
-		got := make(chan []int, 1)
-		go func() { got <- h.settle(hold, []int{0, 1, 2}, nil) }()
+		took := settled(h, nil)
 		h.freeze(hold)
 		notice(h, 1)
-		select {
-		case rest := <-got:
-			if len(rest) != 2 || rest[0] != 1 || rest[1] != 2 {
-				t.Fatalf("settle left %v, want [1 2]: node 1's notice came after the release started", rest)
-			}
-		case <-time.After(handoffGrace / 2):
-			t.Fatal("settle still waiting after the release started")
+		if waited := <-took; waited >= handoffGrace {
+			t.Fatalf("settle waited %v after the release started", waited)
+		}
+		if rest := h.takeLeave(hold); !slices.Equal(rest, []int{1, 2}) {
+			t.Fatalf("left %v, want [1 2]: node 1's notice came after the release started", rest)
 		}
 	})
 
@@ -64,8 +79,11 @@ func TestHandoff_settle(t *testing.T) {
 		h := fresh()
 		done := make(chan struct{})
 		close(done)
-		if rest := h.settle(hold, []int{1, 2}, done); len(rest) != 2 {
-			t.Fatalf("settle left %v, want [1 2]", rest)
+		if waited := <-settled(h, done); waited >= handoffGrace {
+			t.Fatalf("settle waited %v with the Client closing", waited)
+		}
+		if rest := h.takeLeave(hold); !slices.Equal(rest, []int{1, 2}) {
+			t.Fatalf("left %v, want [1 2]", rest)
 		}
 	})
 }

@@ -37,13 +37,53 @@ func adoption(t *testing.T, cluster *redistest.Cluster, name string, opts ...red
 	return adoptionWith(t, testContext(t), cluster, name, opts...)
 }
 
+// handedTo counts the nodes on which name's lock is handed to owner, not
+// claimed.
+func handedTo(t *testing.T, cluster *redistest.Cluster, name, owner string) int {
+	t.Helper()
+	n := 0
+	for i := range cluster.Nodes {
+		fields, _ := cluster.Admin(t, i).HMGet(context.Background(), "redlock:{"+name+"}", "owner", "handed").Result()
+		if len(fields) == 2 && fields[0] == owner && fields[1] != nil {
+			n++
+		}
+	}
+	return n
+}
+
+// ownersOf lists the owner of m's lock on each node ("" where free).
+func ownersOf(t *testing.T, cluster *redistest.Cluster, m *redlock.Mutex) []string {
+	t.Helper()
+	var out []string
+	for i := range cluster.Nodes {
+		owner, _ := cluster.Admin(t, i).HGet(context.Background(), "redlock:{"+m.Name()+"}", "owner").Result()
+		out = append(out, owner)
+	}
+	return out
+}
+
+// holdEverywhere locks m once every node has it free, and returns once
+// the lease is on every node: an Unlock (a warm-up's) and a Lock return at
+// a quorum, and a test of the handoff needs the holder on all nodes.
+func holdEverywhere(t *testing.T, cluster *redistest.Cluster, m *redlock.Mutex) *redlock.Lease {
+	t.Helper()
+	waitFor(t, 5*time.Second, "the lock free on every node", func() bool {
+		return !slices.ContainsFunc(ownersOf(t, cluster, m), func(o string) bool { return o != "" })
+	})
+	held := mustLock(t, testContext(t), m)
+	waitFor(t, 5*time.Second, "the holder on every node", func() bool {
+		return !slices.ContainsFunc(ownersOf(t, cluster, m), func(o string) bool { return o != held.Owner() })
+	})
+	return held
+}
+
 // adoptionWith is adoption with the waiter's Lock called with ctx.
 func adoptionWith(t *testing.T, ctx context.Context, cluster *redistest.Cluster, name string, opts ...redlock.Option) (*redlock.Lease, time.Duration, int) {
 	t.Helper()
 	holder := newClient(t, cluster, opts...)
 	waiter := newClient(t, cluster, opts...)
 	mustUnlock(t, mustLock(t, testContext(t), waiter.Mutex(name))) // scripts loaded, clock probed
-	held := mustLock(t, testContext(t), holder.Mutex(name))
+	held := holdEverywhere(t, cluster, holder.Mutex(name))
 	type result struct {
 		lease  *redlock.Lease
 		left   time.Duration
@@ -56,12 +96,7 @@ func adoptionWith(t *testing.T, ctx context.Context, cluster *redistest.Cluster,
 		r := result{lease: lease, err: err}
 		if err == nil {
 			r.left = time.Until(lease.Until())
-			for i := range cluster.Nodes {
-				fields, _ := cluster.Admin(t, i).HMGet(context.Background(), "redlock:{"+name+"}", "owner", "handed").Result()
-				if len(fields) == 2 && fields[0] == lease.Owner() && fields[1] != nil {
-					r.handed++
-				}
-			}
+			r.handed = handedTo(t, cluster, name, lease.Owner())
 		}
 		got <- r
 	}()
@@ -178,10 +213,14 @@ func mustLockNow(t *testing.T, ctx context.Context, m *redlock.Mutex) *redlock.L
 func TestHandoff_sharedOwnerClaims(t *testing.T) {
 	cluster := redistest.Start(t, 3)
 	ctx := redlock.WithOwner(testContext(t), "shared-owner")
-	lease, left, handed := adoptionWith(t, ctx, cluster, "shared")
-	if left < 20*time.Second || handed != 0 {
-		t.Fatalf("a waiter with an owner from its ctx: %v left, handed on %d nodes; want a claimed lease (the 30s TTL, no handed key)", left, handed)
+	lease, left, _ := adoptionWith(t, ctx, cluster, "shared")
+	if left < 20*time.Second {
+		t.Fatalf("a waiter with an owner from its ctx: %v left; want a claimed lease (the 30s TTL)", left)
 	}
+	// The claim round returned at a quorum; its last claim lands soon
+	// after. A lease taken from the notices would keep handed keys until
+	// its first renewal (a third of the 30s TTL).
+	waitFor(t, 5*time.Second, "the lock claimed on every node", func() bool { return handedTo(t, cluster, "shared", lease.Owner()) == 0 })
 	mustUnlock(t, lease)
 }
 
@@ -245,6 +284,11 @@ func TestHandoff_forceUnlockRevokesAnAdoptedLease(t *testing.T) {
 // next waiter at once, mid-lease (and wake that waiter with notices from a
 // minority). The lease's release passes it on instead.
 func TestHandoff_adoptedLeaseKeepsTheNodesWhoseNoticesComeLate(t *testing.T) {
+	// The grace for the notices on their way, far above the 1 ms delay
+	// below, so that a scheduling stall on a busy machine cannot make the
+	// notice late. Set before any Client exists (and restored after every
+	// one closed).
+	redlock.SetHandoffGrace(t, 500*time.Millisecond)
 	cluster := redistest.Start(t, 3)
 	ctx := testContext(t)
 	const name = "late-notice"
@@ -266,23 +310,7 @@ func TestHandoff_adoptedLeaseKeepsTheNodesWhoseNoticesComeLate(t *testing.T) {
 	for _, c := range []*redlock.Client{waiter, next} {
 		mustUnlock(t, mustLock(t, ctx, c.Mutex(name))) // scripts loaded, clock probed
 	}
-	owners := func() []string {
-		var out []string
-		for i := range cluster.Nodes {
-			owner, _ := cluster.Admin(t, i).HGet(context.Background(), "redlock:{"+name+"}", "owner").Result()
-			out = append(out, owner)
-		}
-		return out
-	}
-	// An Unlock returns at a quorum: the warm-ups' last releases may still
-	// be on their way, and the holder must hold every node.
-	waitFor(t, 5*time.Second, "the warm-ups released everywhere", func() bool {
-		return !slices.ContainsFunc(owners(), func(o string) bool { return o != "" })
-	})
-	held := mustLock(t, ctx, holder.Mutex(name))
-	waitFor(t, 5*time.Second, "the holder on every node", func() bool {
-		return !slices.ContainsFunc(owners(), func(o string) bool { return o != held.Owner() })
-	})
+	held := holdEverywhere(t, cluster, holder.Mutex(name))
 	type result struct {
 		lease *redlock.Lease
 		err   error
@@ -308,7 +336,7 @@ func TestHandoff_adoptedLeaseKeepsTheNodesWhoseNoticesComeLate(t *testing.T) {
 		t.Fatalf("waiter's Lock: %v", r.err)
 	}
 	time.Sleep(50 * time.Millisecond) // any leave has arrived
-	for i, owner := range owners() {
+	for i, owner := range ownersOf(t, cluster, holder.Mutex(name)) {
 		if owner != r.lease.Owner() {
 			t.Errorf("node %d: the lock's owner is %q during the lease, want the lease's", i, owner)
 		}

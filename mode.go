@@ -31,6 +31,9 @@ type mode interface {
 	dequeue(ctx context.Context, nodes []int, k *call)
 	// finish ends call k with lease (nil when it failed).
 	finish(ctx context.Context, k *call, lease *lease)
+	// releasing: the release of the lease of k's hold starts, and k
+	// heard notices (k.handoff).
+	releasing(k *call, hold string)
 }
 
 func newMode(m *Mutex) (mode, *fair.Queue) {
@@ -96,17 +99,39 @@ func (w waiters) leaveQueue(ctx context.Context, k *call, lease *lease) {
 		return // every node granted (an uncontended Lock): nothing to leave
 	}
 	// Holding the lock already: leaving the other nodes' queues must not
-	// delay Lock (a dead node would cost the node timeout). A node whose
-	// notice named the lease's hold has handed it the lock (and dequeued
-	// it): the lease's release passes it on there, so it is not left; a
-	// notice still on its way is given a moment (handoff.settle).
-	w.m.client.background.Go(func() {
-		if k.handoff != nil {
-			queued = k.handoff.settle(lease.hold, queued, w.m.client.done)
-		}
+	// delay Lock (a dead node would cost the node timeout). A call that
+	// hears notices first gives the ones on their way a moment, and does
+	// not leave the nodes that handed it the lock (handoff.settle); the
+	// lease's release takes over the leave if it starts sooner.
+	h := k.handoff
+	if h == nil || k.watcher == nil {
 		k.unwatch()
-		w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id)
+		w.m.client.background.Go(func() { w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id) })
+		return
+	}
+	h.expectLeave(lease.hold, queued)
+	w.m.client.background.Go(func() {
+		h.settle(lease.hold, w.m.client.done)
+		k.unwatch()
+		if rest := h.takeLeave(lease.hold); len(rest) > 0 {
+			w.queue.Leave(context.WithoutCancel(ctx), rest, k.owner, k.id)
+		}
 	})
+}
+
+// releasing: notices heard from now on do not count, and the queues not
+// left yet are left now, each leave placed on its node ahead of the
+// release.
+func (w waiters) releasing(k *call, hold string) {
+	k.handoff.freeze(hold)
+	rest := k.handoff.takeLeave(hold)
+	if len(rest) == 0 {
+		return
+	}
+	order := &node.Order{}
+	order.Expect(len(rest))
+	w.m.client.background.Go(func() { w.queue.LeaveOrdered(context.Background(), order, rest, k.owner, k.id) })
+	order.Wait()
 }
 
 // plainMode: goroutines of one Client queue at the Client's gate, and

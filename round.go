@@ -156,7 +156,7 @@ func (m *Mutex) grant(ctx context.Context, k *call, hold string, start, until ti
 	lease := newLease(ctx, m, k.owner, hold, start, until)
 	lease.order = order
 	if k.handoff != nil {
-		lease.releasing = func() { k.handoff.freeze(hold) }
+		lease.releasing = func() { m.mode.releasing(k, hold) }
 	}
 	if !k.gated {
 		// Fair writers and readers never entered the Client's gate:

@@ -207,3 +207,5 @@ func (readMode) pace(delay time.Duration, _ outcome) (time.Duration, bool) {
 func (readMode) dequeue(context.Context, []int, *call) {}
 
 func (readMode) finish(context.Context, *call, *lease) {}
+
+func (readMode) releasing(*call, string) {} // readers take no lease from notices

@@ -97,13 +97,21 @@ func (q *Queue) Undo(ctx context.Context, i int, owner, hold string, ticket int6
 // lock handed to it there naming an attempt of call) and waits for every
 // one of them, each call bounded by NodeTimeout.
 func (q *Queue) Leave(ctx context.Context, nodes []int, owner, call string) {
+	q.LeaveOrdered(ctx, nil, nodes, owner, call)
+}
+
+// LeaveOrdered is Leave, with order (may be nil) learning when each call
+// has its place in its node's queue: a call made on a node after
+// order.Wait returned runs there after the leave. The caller announces
+// the calls (order.Expect(len(nodes))).
+func (q *Queue) LeaveOrdered(ctx context.Context, order *node.Order, nodes []int, owner, call string) {
 	notice := reentrant.NewID() // unique: watchers count one notice per node
 	var group errgroup.Group
 	for _, i := range nodes {
 		group.Go(func() error {
 			ctx, cancel := context.WithTimeout(ctx, q.NodeTimeout)
 			defer cancel()
-			if err := q.Nodes[i].Leave(ctx, q.Keys, owner, call, notice, q.Window()); err != nil && q.OnError != nil {
+			if err := q.Nodes[i].Leave(ctx, order, q.Keys, owner, call, notice, q.Window()); err != nil && q.OnError != nil {
 				q.OnError(i, err)
 			}
 			return nil

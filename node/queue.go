@@ -132,9 +132,10 @@ func decodeReleasedTo(reply any) (Released, string, error) {
 // Leave takes owner out of the queue. A lock handed to owner naming an
 // attempt of call (see CallOf), and not claimed, goes on to the next
 // waiter; a free lock goes to the new first waiter. notice is the id of
-// the notice that tells that waiter.
-func (n *Node) Leave(ctx context.Context, keys Keys, owner, call, notice string, window time.Duration) error {
-	reply, err := n.run(ctx, leaveScript, ClockCheck{}, []string{keys.Lock, keys.Queue, keys.Alive, keys.Wake},
+// the notice that tells that waiter. order (may be nil) learns when the
+// call has its place in the node's queue.
+func (n *Node) Leave(ctx context.Context, order *Order, keys Keys, owner, call, notice string, window time.Duration) error {
+	reply, err := n.calls.run(ctx, order, leaveScript, ClockCheck{}, []string{keys.Lock, keys.Queue, keys.Alive, keys.Wake},
 		owner, notice, milliseconds(window), call).Result()
 	if err != nil {
 		return err

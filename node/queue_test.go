@@ -202,7 +202,7 @@ func TestHandoff_leaveAndWindowPassItOn(t *testing.T) {
 	if _, head, err := n.Release(ctx, keys, "holder", "holder.1", 0, window); err != nil || head != node.Fingerprint("w1") {
 		t.Fatalf("release: %q, %v", head, err)
 	}
-	if err := n.Leave(ctx, keys, "w1", "w1", "notice", window); err != nil {
+	if err := n.Leave(ctx, nil, keys, "w1", "w1", "notice", window); err != nil {
 		t.Fatal(err)
 	}
 	if owner, _ := admin.HGet(ctx, keys.Lock, "owner").Result(); owner != "w2" {
@@ -428,13 +428,13 @@ func TestHandoff_handedKeyAndOtherCallsOfItsOwner(t *testing.T) {
 	}
 
 	keys = handed("leave")
-	if err := n.Leave(ctx, keys, "w", "inner", "notice", time.Second); err != nil {
+	if err := n.Leave(ctx, nil, keys, "w", "inner", "notice", time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if f := fields(keys); f["handed"] != "w.1" {
 		t.Fatalf("after another call's leave: %v; want the handing kept", f)
 	}
-	if err := n.Leave(ctx, keys, "w", "w", "notice", time.Second); err != nil {
+	if err := n.Leave(ctx, nil, keys, "w", "w", "notice", time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if f := fields(keys); len(f) != 0 {
