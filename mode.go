@@ -104,8 +104,7 @@ func (w waiters) leaveQueue(ctx context.Context, k *call, lease *lease) {
 	// not leave the nodes that handed it the lock (handoff.settle); the
 	// lease's release takes over the leave if it starts sooner.
 	h := k.handoff
-	if h == nil || k.watcher == nil {
-		k.unwatch()
+	if h == nil || k.watcher == nil { // nothing to hear: finish left no watcher behind
 		w.m.client.background.Go(func() { w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id) })
 		return
 	}
