@@ -11,7 +11,7 @@ import (
 // releaseNodes drops hold on the given nodes and waits for their answers
 // (each bounded by the node timeout); uncertain as in releaseNode.
 func (m *Mutex) releaseNodes(ctx context.Context, nodes []int, owner, hold string, uncertain func(int) bool) {
-	m.onNodes(ctx, nodes, func(ctx context.Context, i int) { m.releaseNode(ctx, i, owner, hold, uncertain(i)) })
+	m.onNodes(ctx, nodes, func(ctx context.Context, i int) { m.releaseNode(ctx, i, owner, hold, uncertain(i), false) })
 }
 
 // onNodes runs fn on the given nodes at once and waits for all of them:
@@ -34,15 +34,36 @@ func (m *Mutex) onNodes(ctx context.Context, nodes []int, fn func(ctx context.Co
 // tombstone that refuses the acquire if it arrives later. When the node
 // does not answer (or was not sent it: the node is down), the Client's
 // sweeper tries again until it does (at most 10,000 per node; past that
-// the oldest are dropped and expire at their TTL).
-func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, uncertain bool) {
+// the oldest are dropped and expire at their TTL). With leaving (the
+// release of a lease's hold whose acquire there timed out), once the
+// release is answered, owner leaves the node's queue (leaveAfterRelease).
+func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, uncertain, leaving bool) {
 	ctx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
 	defer cancel()
-	if _, err := m.releaseOn(ctx, i, owner, hold, uncertain); err != nil {
+	_, err := m.releaseOn(ctx, i, owner, hold, uncertain)
+	switch {
+	case err == nil && leaving:
+		m.leaveAfterRelease(ctx, i, owner, hold)
+	case err != nil:
 		m.client.nodeError(&m.settings, i, err)
 		if !node.Answered(err) {
-			m.client.sweeper.add(m, i, owner, hold)
+			m.client.sweeper.add(m, i, owner, hold, leaving)
 		}
+	}
+}
+
+// leaveAfterRelease takes owner off node i's queue once the release of
+// a lease's hold, with a tombstone, was answered there (by the lease's
+// release, its late-answer handler or the sweeper). The lease's
+// acquire on that node timed out, so it may have run there after the
+// waiter left that queue (the leave went on a fresh connection and
+// overtook it) and, refused, queued the owner again: a place that nobody
+// heartbeats, which the node would hand the lock to until its deadline.
+// From the tombstone on, no such acquire can queue it. Read holds never
+// queue.
+func (m *Mutex) leaveAfterRelease(ctx context.Context, i int, owner, hold string) {
+	if !m.reader {
+		m.queue.Leave(context.WithoutCancel(ctx), []int{i}, owner, node.CallOf(hold))
 	}
 }
 
@@ -55,7 +76,7 @@ func (m *Mutex) undoGrant(ctx context.Context, i int, k *call, hold string) {
 	if err := m.mode.undo(ctx, i, k, hold); err != nil {
 		m.client.nodeError(&m.settings, i, err)
 		if !node.Answered(err) {
-			m.client.sweeper.add(m, i, k.owner, hold)
+			m.client.sweeper.add(m, i, k.owner, hold, false)
 		}
 	}
 }

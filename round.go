@@ -202,7 +202,7 @@ func (m *Mutex) undo(ctx context.Context, k *call, round *quorum.Round[node.Acqu
 	answered := round.Detach(func(i int, reply quorum.Reply[node.Acquired]) {
 		defer func() { late <- struct{}{} }()
 		if reply.Vote == quorum.Yes || unsure(i, reply) {
-			m.releaseNode(undo, i, owner, hold, unsure(i, reply))
+			m.releaseNode(undo, i, owner, hold, unsure(i, reply), false)
 		}
 		if !k.wait {
 			m.mode.dequeue(undo, []int{i}, k) // TryLock's late answer may have queued it

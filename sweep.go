@@ -34,10 +34,12 @@ type sweeper struct {
 	running map[int]bool    // a goroutine drains the node's list
 }
 
-// sweep is one release to retry.
+// sweep is one release to retry; leaving: the owner then leaves the
+// node's queue (see Mutex.leaveAfterRelease).
 type sweep struct {
 	mutex       *Mutex
 	owner, hold string
+	leaving     bool
 }
 
 func newSweeper(c *Client) *sweeper {
@@ -45,7 +47,7 @@ func newSweeper(c *Client) *sweeper {
 }
 
 // add queues the release of hold on node i.
-func (s *sweeper) add(m *Mutex, i int, owner, hold string) {
+func (s *sweeper) add(m *Mutex, i int, owner, hold string, leaving bool) {
 	c := s.client
 	select {
 	case <-c.done:
@@ -54,7 +56,7 @@ func (s *sweeper) add(m *Mutex, i int, owner, hold string) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	list := append(s.pending[i], sweep{mutex: m, owner: owner, hold: hold})
+	list := append(s.pending[i], sweep{mutex: m, owner: owner, hold: hold, leaving: leaving})
 	if len(list) > maxSweepsPerNode {
 		dropped := list[0]
 		list = list[1:]
@@ -121,6 +123,8 @@ func (item sweep) retry(i int) bool {
 	}
 	if err != nil {
 		m.client.nodeError(&m.settings, i, err)
+	} else if item.leaving {
+		m.leaveAfterRelease(ctx, i, item.owner, item.hold)
 	}
 	return true
 }

@@ -1,0 +1,93 @@
+package redlock
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// A lease whose acquire on one node timed out may see that acquire run
+// there late, after the call had left that node's queue (the leave goes on
+// a fresh connection and can overtake it). Refused there (another owner
+// holds that node), the late acquire queues the owner again: a place that
+// nobody heartbeats, which the node would hand the lock to until its
+// deadline. The lease's release, which leaves a tombstone there, leaves
+// that queue once the tombstone is in place.
+//
+// The late acquire is made here by hand, after the leave, on a node the
+// lease counts as unsure, as a timed-out acquire would have left it: the
+// order of two calls on two connections cannot be forced over the network.
+func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A queue timeout far above the test's waits: a place left behind is
+	// not evicted by its heartbeat deadline while the test looks.
+	c, err := New(cluster.Clients(t), WithQueueTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	const name = "late-queued"
+	key := "redlock:{" + name + "}"
+	queued := func() []string {
+		t.Helper()
+		members, err := cluster.Admin(t, 2).ZRange(ctx, key+":queue", 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return members
+	}
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+
+	// Another owner holds node 2 only.
+	admin := cluster.Admin(t, 2)
+	if err := admin.HSet(ctx, key, "owner", "someone-else", "their-hold", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.PExpire(ctx, key, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m := c.Mutex(name)
+	held, err := m.Lock(ctx) // nodes 0 and 1 grant; node 2 refuses, and the call leaves its queue
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := held.held.(*lease)
+	waitUntil("the call to leave node 2's queue", func() bool { return len(queued()) == 0 })
+
+	// Node 2's acquire, as if it had timed out and run only now.
+	l.called(2, context.DeadlineExceeded)
+	if _, err := m.queue.Acquire(ctx, nil, 2, l.owner, l.hold, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := queued(); !slices.Equal(got, []string{l.owner}) {
+		t.Fatalf("node 2's queue after the late acquire: %v, want the lease's owner", got)
+	}
+
+	if err := held.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil("node 2's queue to empty after the release", func() bool { return len(queued()) == 0 })
+	// The tombstone keeps it so: the same acquire, later still, is refused
+	// without queueing the owner.
+	if _, err := m.queue.Acquire(ctx, nil, 2, l.owner, l.hold, 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := queued(); len(got) != 0 {
+		t.Fatalf("node 2's queue after a later copy of the acquire: %v", got)
+	}
+	if err := admin.Del(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
