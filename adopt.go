@@ -21,8 +21,9 @@ import (
 // refused that attempt, every one of them holds the lock for this owner
 // until then, and nothing this owner sent can have ended it: a later
 // attempt (a claim) would have named another hold, undos go only to nodes
-// that granted or did not answer, and a release passes a handed lock on
-// only when it names the handed hold. So the waiter takes the lease from
+// that granted or did not answer, and a release, or the leave that
+// follows one (Mutex.leaveAfterRelease), passes a handed lock on only when
+// it names the handed hold. So the waiter takes the lease from
 // the notices, valid until that start plus Span, less the drift, with no
 // claim round. model/adopt.pml checks this, and what breaks without each
 // of those conditions.

@@ -330,8 +330,11 @@ func (l *lease) called(i int, err error) {
 func (l *lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 	if reply.Vote != quorum.Yes && !l.mutex.reader {
 		// Refused late: the node queued us (and may hand us the lock
-		// later); we hold the lock, so leave. (Readers never queue.)
-		l.mutex.queue.Leave(context.Background(), []int{i}, l.owner, node.CallOf(l.hold))
+		// later, naming this hold); we hold the lock, so leave. Only a
+		// lock handed naming this hold is passed on: the call may have
+		// given this lease back (a failed fencing) and gone on waiting.
+		// (Readers never queue.)
+		l.mutex.queue.LeaveAfter(context.Background(), i, l.owner, l.hold)
 	}
 	l.mu.Lock()
 	// Granted or refused: Unlock's release goes to every node and is

@@ -59,11 +59,14 @@ func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, unce
 // waiter left that queue (the leave went on a fresh connection and
 // overtook it) and, refused, queued the owner again: a place that nobody
 // heartbeats, which the node would hand the lock to until its deadline.
-// From the tombstone on, no such acquire can queue it. Read holds never
-// queue.
+// From the tombstone on, no such acquire can queue it. Only a lock handed
+// naming hold itself is passed on (the release did that already, unless
+// the handing came later): the call may still be waiting, its lease given
+// back (a failed fencing), and a later attempt of it may hold the lock
+// there, taken from the notices. Read holds never queue.
 func (m *Mutex) leaveAfterRelease(ctx context.Context, i int, owner, hold string) {
 	if !m.reader {
-		m.queue.Leave(context.WithoutCancel(ctx), []int{i}, owner, node.CallOf(hold))
+		m.queue.LeaveAfter(context.WithoutCancel(ctx), i, owner, hold)
 	}
 }
 

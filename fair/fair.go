@@ -120,6 +120,17 @@ func (q *Queue) LeaveOrdered(ctx context.Context, order *node.Order, nodes []int
 	_ = group.Wait() // each failure went to OnError
 }
 
+// LeaveAfter takes owner off node i's queue after the release of hold,
+// passing on a lock handed to it there only when it names hold itself
+// (see node.Node.LeaveAfter), bounded by NodeTimeout.
+func (q *Queue) LeaveAfter(ctx context.Context, i int, owner, hold string) {
+	ctx, cancel := context.WithTimeout(ctx, q.NodeTimeout)
+	defer cancel()
+	if err := q.Nodes[i].LeaveAfter(ctx, q.Keys, owner, hold, reentrant.NewID(), q.Window()); err != nil && q.OnError != nil {
+		q.OnError(i, err)
+	}
+}
+
 // Heartbeat is how often a waiter must make an attempt (each is its
 // heartbeat) to keep its place.
 func (q *Queue) Heartbeat() time.Duration { return q.lifetime() / 3 }

@@ -36,6 +36,13 @@
  * the waiter's key has hold x it drops x, and the last hold dropped frees
  * the key and puts the waiter back in the queue (wakeHold = x, deadline =
  * now + LIFE; the waiter is the only one queued, so the key stays free).
+ * Under LEAVES: after the release of hold x on a node whose answer to x
+ * was not heard, a leave of hold x follows (leave.lua with "hold", sent once the
+ * release was answered: Mutex.leaveAfterRelease), arriving at any later
+ * moment, or never: it takes the waiter off the node's queue, and passes
+ * on a key handed to it only if the handing names x. (The code sends it
+ * after the release of a lease given back, or ended, on such a node; the
+ * model after the release of every failed attempt there.)
  * A node runs each script atomically; keys expire on one clock that ticks
  * freely. TTL 2, DRIFT 0 (one clock: a lease may end exactly when the
  * earliest key under it expires), the clock up to 3, two attempts.
@@ -68,6 +75,8 @@
  * Configurations (-D):
  *   LIFE=n    the waiter's queue lifetime (default 2 = TTL; 1 and 3 check
  *             a lifetime shorter and longer than TTL)
+ *   LEAVES    the leaves after releases (see above); checked apart, with
+ *             MAXCLOCK=2, as they multiply the states by six or more
  *   LATE      a request of an attempt that ended before it ran may still
  *             run later (its reply not heard), until the waiter's next
  *             request to that node runs (one node's calls run in the
@@ -86,6 +95,11 @@
  *   PASSANY     a release of any hold of the waiter passes on a key
  *               handed to it (the rule before adoption): a delayed undo
  *               of an earlier attempt frees a node the waiter adopted;
+ *   LEAVECALL   (with LEAVES) the leave after the release of hold x passes on a key
+ *               handed naming any attempt of the waiter's call (the rule
+ *               of a leave when the call ends): a leave delayed after the
+ *               release of attempt 1 frees a node the waiter adopted for
+ *               attempt 2;
  *   ANYREFUSAL  a node whose answer to attempt a was not heard counts
  *               too: its refusal queued the waiter and the handing names
  *               a, so the undo of attempt a sent there (its fate unknown)
@@ -130,6 +144,10 @@ byte wakeHold[N];   /* ... queued there last by this attempt */
 byte deadline[N];   /* ... until this tick (its heartbeat deadline) */
 byte notice[N];     /* the hold named by the node's handoff notice (0: none) */
 byte undo[N];       /* the waiter's releases on their way (bit x: hold x) */
+#ifdef LEAVES
+byte leave[N];      /* the waiter's leaves, each sent once the release
+                       of the same hold ran (bit x: hold x) */
+#endif
 #ifdef LATE
 byte late[N];       /* the waiter's requests still on their way (bit a) */
 #endif
@@ -253,6 +271,26 @@ proctype Newcomer() {
 	:: else -> skip \
 	fi }
 
+/* leave.lua on node i after the release of hold x (see the top): the
+ * waiter off the queue, and a key handed to it passed on only if the
+ * handing names x (LEAVECALL: any, as a call's own leave does) */
+#ifdef LEAVES
+#ifdef LEAVECALL
+#define LPASSES(i, x) true
+#else
+#define LPASSES(i, x) (handed[i] == x)
+#endif
+#define LEAVE(i, x) :: d_step { (leave[i] & BIT(x)) && !(undo[i] & BIT(x)) -> leave[i] = leave[i] & ~BIT(x); DEQUEUE(i); \
+	if \
+	:: LIVE(i) && owner[i] == 2 && handed[i] != 0 && LPASSES(i, x) -> owner[i] = 0; handed[i] = 0 \
+	:: else -> skip \
+	fi }
+#define SENDLEAVE(i) if :: ans[i] == UNKNOWN -> leave[i] = leave[i] | BIT(a) :: else -> skip fi
+#else
+#define LEAVE(i, x)
+#define SENDLEAVE(i) skip
+#endif
+
 /* a request of attempt x still on its way to node i runs (LATE); its
  * reply is not heard (the undo of x is on its way too). In order, unless
  * OVERTAKE: the waiter's earlier requests to the node that have not run
@@ -264,7 +302,8 @@ proctype Newcomer() {
 #endif
 #define LATERUN(i, x) :: d_step { late[i] & BIT(x) -> late[i] = late[i] & ~UPTO(x); RUN(i, x); res = 0 }
 
-/* the network: undo releases arrive at any moment, or never; under LATE,
+/* the network: undo releases, and the leaves after them, arrive at any
+ * moment, or never; under LATE,
  * a request still on its way runs. (Notices are not delivered here: a
  * notice published may arrive at any moment, so the waiter, which acts on
  * notices only when it adopts, may find any that were published by then
@@ -275,15 +314,24 @@ proctype Network() {
 	UNDO(0, 1)
 	UNDO(1, 1)
 	UNDO(2, 1)
+	LEAVE(0, 1)
+	LEAVE(1, 1)
+	LEAVE(2, 1)
 #if TRIES >= 2
 	UNDO(0, 2)
 	UNDO(1, 2)
 	UNDO(2, 2)
+	LEAVE(0, 2)
+	LEAVE(1, 2)
+	LEAVE(2, 2)
 #endif
 #if TRIES >= 3
 	UNDO(0, 3)
 	UNDO(1, 3)
 	UNDO(2, 3)
+	LEAVE(0, 3)
+	LEAVE(1, 3)
+	LEAVE(2, 3)
 #endif
 #ifdef LATE
 	LATERUN(0, 1)
@@ -358,6 +406,7 @@ proctype Network() {
 #define REFUSED(i) skip
 #endif
 #define UNDONE(i) if :: ans[i] != REFUSE -> undo[i] = undo[i] | BIT(a) :: else -> skip fi; \
+	SENDLEAVE(i); \
 	REFUSED(i); ans[i] = (COUNTS(i) -> 1 : 0)
 /* the waiter is done: its own state is of no more use */
 #define DONE a = 0; votes = 0; ans[0] = 0; ans[1] = 0; ans[2] = 0; FORGET

@@ -79,6 +79,8 @@ check neg-adopt-from-notice     adopt.pml fail -DFROMNOTICE
 check neg-adopt-older-attempt   adopt.pml fail -DANYATTEMPT
 check neg-adopt-pass-any-hold   adopt.pml fail -DPASSANY
 check neg-adopt-unheard-refusal adopt.pml fail -DANYREFUSAL
+check adopt-leaves-after-release adopt.pml pass -DLEAVES -DMAXCLOCK=2
+check neg-adopt-leave-whole-call adopt.pml fail -DLEAVES -DLEAVECALL -DMAXCLOCK=2
 check adopt-late-overtaking     adopt.pml pass -DLATE -DOVERTAKE -DMAXCLOCK=2
 check neg-adopt-late-claims     adopt.pml fail -DLATE -DOVERTAKE -DNOSTALE -DMAXCLOCK=2
 # The semaphore (semaphore.pml).

@@ -135,8 +135,20 @@ func decodeReleasedTo(reply any) (Released, string, error) {
 // the notice that tells that waiter. order (may be nil) learns when the
 // call has its place in the node's queue.
 func (n *Node) Leave(ctx context.Context, order *Order, keys Keys, owner, call, notice string, window time.Duration) error {
-	reply, err := n.calls.run(ctx, order, leaveScript, ClockCheck{}, []string{keys.Lock, keys.Queue, keys.Alive, keys.Wake},
-		owner, notice, milliseconds(window), call).Result()
+	return n.leave(ctx, order, keys, notice, window, owner, call)
+}
+
+// LeaveAfter is Leave after the release of hold: a lock handed to owner
+// is passed on only when it names hold itself. The call that made hold
+// may go on waiting (its lease was given back), and a later attempt of it
+// may hold the lock, taken from the notices, on this node.
+func (n *Node) LeaveAfter(ctx context.Context, keys Keys, owner, hold, notice string, window time.Duration) error {
+	return n.leave(ctx, nil, keys, notice, window, owner, hold, "hold")
+}
+
+func (n *Node) leave(ctx context.Context, order *Order, keys Keys, notice string, window time.Duration, owner, which string, mode ...any) error {
+	args := append([]any{owner, notice, milliseconds(window), which}, mode...)
+	reply, err := n.calls.run(ctx, order, leaveScript, ClockCheck{}, []string{keys.Lock, keys.Queue, keys.Alive, keys.Wake}, args...).Result()
 	if err != nil {
 		return err
 	}

@@ -450,3 +450,57 @@ func TestHandoff_handedKeyAndOtherCallsOfItsOwner(t *testing.T) {
 		t.Fatalf("renewal of the forced hold: %v, %v; want revoked", renewed, err)
 	}
 }
+
+// The leave after the release of one hold (LeaveAfter) takes the owner
+// off the queue, but passes on a lock handed to it only when the handing
+// names that very hold: the call may have gone on waiting, and a later
+// attempt of it may hold the lock here, taken from the notices.
+func TestLeaveAfter_passesOnOnlyAHandingOfThatHold(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	handedTo := func(name string, waiter string) node.Keys {
+		keys := keysOf("redlock:{" + name + "}")
+		inOrder(t, n, keys, time.Minute, "holder", waiter)
+		if _, err := release(ctx, n, keys, "holder", "holder.1", 0); err != nil {
+			t.Fatal(err)
+		}
+		if named, _ := admin.HGet(ctx, keys.Lock, "handed").Result(); named != waiter+".1" {
+			t.Fatalf("%s: handed %q, want %s.1", name, named, waiter)
+		}
+		return keys
+	}
+	fields := func(keys node.Keys) map[string]string {
+		f, _ := admin.HGetAll(ctx, keys.Lock).Result()
+		return f
+	}
+
+	// Handed naming attempt 1 of call w; the leave after attempt 0's
+	// release keeps it, where the call's leave would pass it on.
+	keys := handedTo("other-attempt", "w")
+	if err := n.LeaveAfter(ctx, keys, "w", "w.0", "notice", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if f := fields(keys); f["owner"] != "w" || f["handed"] != "w.1" {
+		t.Fatalf("after the leave of another attempt's hold: %v; want the handing kept", f)
+	}
+	if err := n.LeaveAfter(ctx, keys, "w", "w.1", "notice", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if f := fields(keys); len(f) != 0 {
+		t.Fatalf("after the leave of the named hold: %v; want passed on (no one waits: free)", f)
+	}
+
+	// Queued, and not handed: the leave takes it off the queue.
+	keys = keysOf("redlock:{queued}")
+	inOrder(t, n, keys, time.Minute, "holder", "w")
+	if err := n.LeaveAfter(ctx, keys, "w", "w.0", "notice", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if queued, _ := admin.ZRange(ctx, keys.Queue, 0, -1).Result(); len(queued) != 0 {
+		t.Fatalf("queue after the leave: %v; want empty", queued)
+	}
+	if f := fields(keys); f["owner"] != "holder" {
+		t.Fatalf("lock after the waiter's leave: %v; want the holder's still", f)
+	}
+}

@@ -11,6 +11,10 @@
 -- ARGV[4]  the id of the leaving call: a lock handed to the owner naming
 --          an attempt of another call of the same owner (which may have
 --          taken its lease from the notices) is not passed on
+-- ARGV[5]  optional: "hold": ARGV[4] is one hold, not a call, and only a
+--          lock handed naming that very hold is passed on (the leave after
+--          the release of a lease: the call may still be waiting, and its
+--          later attempts may have taken a lease from the notices)
 --
 -- Reply: 1 when the waiter was queued here or had the lock handed to it,
 --        0 when neither.
@@ -19,7 +23,14 @@ local owner = ARGV[1]
 local removed = redis.call('ZREM', q.queue, owner)
 dequeue(q, owner)
 local fields = redis.call('HMGET', q.lock, 'owner', 'handed')
-if fields[1] == owner and fields[2] and (fields[2] == '1' or attempt_of(fields[2]) == ARGV[4]) then
+local named = fields[2]
+local mine
+if ARGV[5] == 'hold' then
+  mine = named == ARGV[4]
+else
+  mine = named == '1' or attempt_of(named or '') == ARGV[4]
+end
+if fields[1] == owner and named and mine then
   redis.call('DEL', q.lock)
   hand(q, tonumber(ARGV[3]), ARGV[2], nil)
   return 1
