@@ -253,7 +253,11 @@ func (l *lease) release(ctx context.Context, cause error, complete bool) error {
 			}
 			released, named, err := m.releaseNamingHead(ctx, i, l.owner, l.hold, unsure[i])
 			if err != nil && !node.Answered(err) {
-				c.sweeper.add(m, i, l.owner, l.hold, unsure[i])
+				var leaving func() bool
+				if unsure[i] {
+					leaving = always
+				}
+				c.sweeper.add(m, i, l.owner, l.hold, leaving)
 			}
 			if err == nil && unsure[i] {
 				c.background.Go(func() { m.leaveAfterRelease(ctx, i, l.owner, l.hold) })
@@ -350,7 +354,7 @@ func (l *lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 	if released && unknown {
 		// The release already went out, maybe before this node had a
 		// tombstone to refuse the acquire with: release once more.
-		l.mutex.releaseNode(context.Background(), i, l.owner, l.hold, true, true)
+		l.mutex.releaseNode(context.Background(), i, l.owner, l.hold, true, always)
 	}
 }
 

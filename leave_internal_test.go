@@ -91,3 +91,48 @@ func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// The undo of an attempt whose acquire timed out releases it with a
+// tombstone; if that acquire ran and queued the owner, the place stays
+// while the call still waits (it is the call's own), and goes once the
+// call has ended: the release that lands then (retried by the sweeper, or
+// late) is followed by a leave.
+func TestUndo_leavesTheQueueOnlyOnceTheCallEnded(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := New(cluster.Clients(t), WithQueueTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	const name = "undo-queued"
+	key := "redlock:{" + name + "}"
+	admin := cluster.Admin(t, 2)
+	if err := admin.HSet(ctx, key, "owner", "someone-else", "their-hold", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	m := c.Mutex(name)
+	queued := func() []string {
+		t.Helper()
+		members, err := admin.ZRange(ctx, key+":queue", 0, -1).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return members
+	}
+	for _, ended := range []bool{false, true} {
+		k := &call{m: m, owner: "waiter", id: "call", wait: true}
+		k.ended.Store(ended)
+		hold := k.nextHold()
+		// The attempt's acquire, run on node 2 after its call timed out:
+		// refused, it queues the owner.
+		if _, err := m.queue.Acquire(ctx, nil, 2, k.owner, hold, 1); err != nil {
+			t.Fatal(err)
+		}
+		m.releaseNode(ctx, 2, k.owner, hold, true, k.ended.Load)
+		if got, want := slices.Contains(queued(), k.owner), !ended; got != want {
+			t.Errorf("call ended %v: owner queued on node 2 after the undo: %v, want %v", ended, got, want)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/quorumlock/redlock/fair"
@@ -90,6 +91,10 @@ type call struct {
 	handoff *handoff                    // the locks handed to this waiter (nil: none taken from notices)
 	id      string                      // this call's: its attempts' holds are "<id>.<n>"
 	holds   int                         // attempts made
+	// ended: finish has begun. A release of one of its attempts that
+	// lands later (the undo where the acquire timed out, retried) is
+	// followed by a leave (Mutex.releaseNode).
+	ended atomic.Bool
 }
 
 // nextHold is the hold id of k's next attempt: "<call id>.<n>", n counting
@@ -252,6 +257,7 @@ func (k *call) watch(ctx context.Context) {
 
 // finish ends the call with lease (nil when it failed).
 func (k *call) finish(ctx context.Context, lease *lease) {
+	k.ended.Store(true)
 	if lease == nil {
 		// Giving up: nothing of this call may stay locked when it returns.
 		// A granted call leaves the undos to finish on their own (each

@@ -9,10 +9,14 @@ import (
 )
 
 // releaseNodes drops hold on the given nodes and waits for their answers
-// (each bounded by the node timeout); uncertain as in releaseNode.
-func (m *Mutex) releaseNodes(ctx context.Context, nodes []int, owner, hold string, uncertain func(int) bool) {
-	m.onNodes(ctx, nodes, func(ctx context.Context, i int) { m.releaseNode(ctx, i, owner, hold, uncertain(i), false) })
+// (each bounded by the node timeout); uncertain and leaving as in
+// releaseNode.
+func (m *Mutex) releaseNodes(ctx context.Context, nodes []int, owner, hold string, uncertain func(int) bool, leaving func() bool) {
+	m.onNodes(ctx, nodes, func(ctx context.Context, i int) { m.releaseNode(ctx, i, owner, hold, uncertain(i), leaving) })
 }
+
+// always is a leaving condition that holds.
+func always() bool { return true }
 
 // onNodes runs fn on the given nodes at once and waits for all of them:
 // where every node must answer (undo, leaving the queue), an errgroup, not
@@ -34,15 +38,16 @@ func (m *Mutex) onNodes(ctx context.Context, nodes []int, fn func(ctx context.Co
 // tombstone that refuses the acquire if it arrives later. When the node
 // does not answer (or was not sent it: the node is down), the Client's
 // sweeper tries again until it does (at most 10,000 per node; past that
-// the oldest are dropped and expire at their TTL). With leaving (the
-// release of a lease's hold whose acquire there timed out), once the
-// release is answered, owner leaves the node's queue (leaveAfterRelease).
-func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, uncertain, leaving bool) {
+// the oldest are dropped and expire at their TTL). When leaving (may be
+// nil) holds once the release is answered, owner leaves the node's queue
+// (leaveAfterRelease): the release of a hold whose acquire there timed
+// out, of a lease, or of an attempt whose call has ended by then.
+func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, uncertain bool, leaving func() bool) {
 	ctx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
 	defer cancel()
 	_, err := m.releaseOn(ctx, i, owner, hold, uncertain)
 	switch {
-	case err == nil && leaving:
+	case err == nil && leaving != nil && leaving():
 		m.leaveAfterRelease(ctx, i, owner, hold)
 	case err != nil:
 		m.client.nodeError(&m.settings, i, err)
@@ -79,7 +84,7 @@ func (m *Mutex) undoGrant(ctx context.Context, i int, k *call, hold string) {
 	if err := m.mode.undo(ctx, i, k, hold); err != nil {
 		m.client.nodeError(&m.settings, i, err)
 		if !node.Answered(err) {
-			m.client.sweeper.add(m, i, k.owner, hold, false)
+			m.client.sweeper.add(m, i, k.owner, hold, nil)
 		}
 	}
 }

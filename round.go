@@ -202,7 +202,11 @@ func (m *Mutex) undo(ctx context.Context, k *call, round *quorum.Round[node.Acqu
 	answered := round.Detach(func(i int, reply quorum.Reply[node.Acquired]) {
 		defer func() { late <- struct{}{} }()
 		if reply.Vote == quorum.Yes || unsure(i, reply) {
-			m.releaseNode(undo, i, owner, hold, unsure(i, reply), false)
+			var leaving func() bool
+			if unsure(i, reply) {
+				leaving = k.ended.Load
+			}
+			m.releaseNode(undo, i, owner, hold, unsure(i, reply), leaving)
 		}
 		if !k.wait {
 			m.mode.dequeue(undo, []int{i}, k) // TryLock's late answer may have queued it
@@ -222,7 +226,7 @@ func (m *Mutex) undo(ctx context.Context, k *call, round *quorum.Round[node.Acqu
 	finished := make(chan struct{})
 	c.background.Go(func() {
 		defer close(finished)
-		m.releaseNodes(undo, unknown, owner, hold, func(int) bool { return true })
+		m.releaseNodes(undo, unknown, owner, hold, func(int) bool { return true }, k.ended.Load)
 		for range len(answered.Replies) - answered.Answered {
 			<-late
 		}

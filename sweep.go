@@ -34,12 +34,12 @@ type sweeper struct {
 	running map[int]bool    // a goroutine drains the node's list
 }
 
-// sweep is one release to retry; leaving: the owner then leaves the
-// node's queue (see Mutex.leaveAfterRelease).
+// sweep is one release to retry; when leaving (may be nil) holds once it
+// is answered, the owner leaves the node's queue (see Mutex.releaseNode).
 type sweep struct {
 	mutex       *Mutex
 	owner, hold string
-	leaving     bool
+	leaving     func() bool
 }
 
 func newSweeper(c *Client) *sweeper {
@@ -47,7 +47,7 @@ func newSweeper(c *Client) *sweeper {
 }
 
 // add queues the release of hold on node i.
-func (s *sweeper) add(m *Mutex, i int, owner, hold string, leaving bool) {
+func (s *sweeper) add(m *Mutex, i int, owner, hold string, leaving func() bool) {
 	c := s.client
 	select {
 	case <-c.done:
@@ -123,7 +123,7 @@ func (item sweep) retry(i int) bool {
 	}
 	if err != nil {
 		m.client.nodeError(&m.settings, i, err)
-	} else if item.leaving {
+	} else if item.leaving != nil && item.leaving() {
 		m.leaveAfterRelease(ctx, i, item.owner, item.hold)
 	}
 	return true
