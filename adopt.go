@@ -23,7 +23,10 @@ import (
 // attempt (a claim) would have named another hold, undos go only to nodes
 // that granted or did not answer, and a release, or the leave that
 // follows one (Mutex.leaveAfterRelease), passes a handed lock on only when
-// it names the handed hold. So the waiter takes the lease from
+// it names the handed hold. Those leaves name the hold of an undone
+// attempt (sent only to nodes whose answer was not heard, which do not
+// count) or of a lease (which ended, or was given back within its own
+// attempt, whose hold is never adopted: see attempting). So the waiter takes the lease from
 // the notices, valid until that start plus Span, less the drift, with no
 // claim round. model/adopt.pml checks this, and what breaks without each
 // of those conditions.

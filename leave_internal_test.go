@@ -2,11 +2,15 @@ package redlock
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
 )
 
 // A lease whose acquire on one node timed out may see that acquire run
@@ -122,17 +126,72 @@ func TestUndo_leavesTheQueueOnlyOnceTheCallEnded(t *testing.T) {
 		return members
 	}
 	for _, ended := range []bool{false, true} {
-		k := &call{m: m, owner: "waiter", id: "call", wait: true}
+		// A call and owner of each pass's own: the first pass's
+		// tombstone and place must not speak for the second.
+		k := &call{m: m, owner: fmt.Sprint("waiter-", ended), id: fmt.Sprint("call-", ended), wait: true}
 		k.ended.Store(ended)
 		hold := k.nextHold()
 		// The attempt's acquire, run on node 2 after its call timed out:
 		// refused, it queues the owner.
-		if _, err := m.queue.Acquire(ctx, nil, 2, k.owner, hold, 1); err != nil {
-			t.Fatal(err)
+		got, err := m.queue.Acquire(ctx, nil, 2, k.owner, hold, 1)
+		if err != nil || got.Granted || !slices.Contains(queued(), k.owner) {
+			t.Fatalf("call ended %v: the late acquire: %+v, %v, queue %v; want refused, the owner queued", ended, got, err, queued())
 		}
 		m.releaseNode(ctx, 2, k.owner, hold, true, k.ended.Load)
 		if got, want := slices.Contains(queued(), k.owner), !ended; got != want {
 			t.Errorf("call ended %v: owner queued on node 2 after the undo: %v, want %v", ended, got, want)
 		}
+	}
+}
+
+// A refusal that arrives after Lock returned (the node queued the owner,
+// and may hand it the lock later) is answered with a leave that passes on
+// only a lock handed naming the lease's own hold: the call may have given
+// that lease back and gone on waiting, and a lock handed for a later
+// attempt of it may be part of a lease taken from the notices.
+func TestLease_lateRefusalPassesOnOnlyItsOwnHanding(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := New(cluster.Clients(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Close() }()
+	const name = "late-refusal"
+	key := "redlock:{" + name + "}"
+	held, err := c.Mutex(name).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := held.held.(*lease)
+	admin := cluster.Admin(t, 2)
+	handTo := func(named string) {
+		t.Helper()
+		if err := admin.Del(ctx, key).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := admin.HSet(ctx, key, "owner", l.owner, "handed", named).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	handing := func() string {
+		t.Helper()
+		named, _ := admin.HGet(ctx, key, "handed").Result()
+		return named
+	}
+	later := node.CallOf(l.hold) + ".9" // a later attempt of the same call
+	handTo(later)
+	l.lateAcquire(2, quorum.Reply[node.Acquired]{Vote: quorum.No})
+	if got := handing(); got != later {
+		t.Fatalf("a lock handed for a later attempt after the late refusal: handed %q, want %q kept", got, later)
+	}
+	handTo(l.hold)
+	l.lateAcquire(2, quorum.Reply[node.Acquired]{Vote: quorum.No})
+	if n, _ := admin.Exists(ctx, key).Result(); n != 0 {
+		t.Fatalf("a lock handed naming the lease's hold after the late refusal: still there (%q)", handing())
+	}
+	if err := held.Unlock(ctx); err != nil && !errors.Is(err, ErrNotHeld) {
+		t.Fatal(err)
 	}
 }

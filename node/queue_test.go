@@ -491,6 +491,25 @@ func TestLeaveAfter_passesOnOnlyAHandingOfThatHold(t *testing.T) {
 		t.Fatalf("after the leave of the named hold: %v; want passed on (no one waits: free)", f)
 	}
 
+	// A handing of an older client's ("1", naming no hold) goes on at a
+	// call's leave, but not at the leave after one hold's release.
+	keys = handedTo("older", "v")
+	if err := admin.HSet(ctx, keys.Lock, "handed", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.LeaveAfter(ctx, keys, "v", "v.1", "notice", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if f := fields(keys); f["handed"] != "1" {
+		t.Fatalf("after the leave of one hold: %v; want the older handing kept", f)
+	}
+	if err := n.Leave(ctx, nil, keys, "v", "v", "notice", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if f := fields(keys); len(f) != 0 {
+		t.Fatalf("after the call's leave: %v; want the older handing passed on", f)
+	}
+
 	// Queued, and not handed: the leave takes it off the queue.
 	keys = keysOf("redlock:{queued}")
 	inOrder(t, n, keys, time.Minute, "holder", "w")
