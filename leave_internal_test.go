@@ -8,10 +8,53 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
+
+// node2Rig is a Client on three real nodes whose node 2 another owner
+// holds (only there), and a look at node 2's queue of the lock name. Its
+// queue timeout is far above the tests' waits: a place left behind is not
+// evicted by its heartbeat deadline while a test looks.
+type node2Rig struct {
+	ctx    context.Context
+	client *Client
+	admin  *redis.Client // node 2's
+	key    string        // the lock's key
+}
+
+func newNode2Rig(t *testing.T, name string) *node2Rig {
+	t.Helper()
+	cluster := redistest.Start(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	c, err := New(cluster.Clients(t), WithQueueTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	r := &node2Rig{ctx: ctx, client: c, admin: cluster.Admin(t, 2), key: "redlock:{" + name + "}"}
+	if err := r.admin.HSet(ctx, r.key, "owner", "someone-else", "their-hold", 1).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.admin.PExpire(ctx, r.key, time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// queued is node 2's queue.
+func (r *node2Rig) queued(t *testing.T) []string {
+	t.Helper()
+	members, err := r.admin.ZRange(r.ctx, r.key+":queue", 0, -1).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return members
+}
 
 // A lease whose acquire on one node timed out may see that acquire run
 // there late, after the call had left that node's queue (the leave goes on
@@ -25,26 +68,9 @@ import (
 // lease counts as unsure, as a timed-out acquire would have left it: the
 // order of two calls on two connections cannot be forced over the network.
 func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
-	cluster := redistest.Start(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	// A queue timeout far above the test's waits: a place left behind is
-	// not evicted by its heartbeat deadline while the test looks.
-	c, err := New(cluster.Clients(t), WithQueueTimeout(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	const name = "late-queued"
-	key := "redlock:{" + name + "}"
-	queued := func() []string {
-		t.Helper()
-		members, err := cluster.Admin(t, 2).ZRange(ctx, key+":queue", 0, -1).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return members
-	}
+	r := newNode2Rig(t, "late-queued")
+	ctx := r.ctx
+	queued := func() []string { return r.queued(t) }
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
@@ -54,15 +80,7 @@ func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
 		}
 	}
 
-	// Another owner holds node 2 only.
-	admin := cluster.Admin(t, 2)
-	if err := admin.HSet(ctx, key, "owner", "someone-else", "their-hold", 1).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.PExpire(ctx, key, time.Minute).Err(); err != nil {
-		t.Fatal(err)
-	}
-	m := c.Mutex(name)
+	m := r.client.Mutex("late-queued")
 	held, err := m.Lock(ctx) // nodes 0 and 1 grant; node 2 refuses, and the call leaves its queue
 	if err != nil {
 		t.Fatal(err)
@@ -91,9 +109,6 @@ func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
 	if got := queued(); len(got) != 0 {
 		t.Fatalf("node 2's queue after a later copy of the acquire: %v", got)
 	}
-	if err := admin.Del(ctx, key).Err(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 // The undo of an attempt whose acquire timed out releases it with a
@@ -102,29 +117,9 @@ func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
 // call has ended: the release that lands then (retried by the sweeper, or
 // late) is followed by a leave.
 func TestUndo_leavesTheQueueOnlyOnceTheCallEnded(t *testing.T) {
-	cluster := redistest.Start(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	c, err := New(cluster.Clients(t), WithQueueTimeout(time.Minute))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = c.Close() }()
-	const name = "undo-queued"
-	key := "redlock:{" + name + "}"
-	admin := cluster.Admin(t, 2)
-	if err := admin.HSet(ctx, key, "owner", "someone-else", "their-hold", 1).Err(); err != nil {
-		t.Fatal(err)
-	}
-	m := c.Mutex(name)
-	queued := func() []string {
-		t.Helper()
-		members, err := admin.ZRange(ctx, key+":queue", 0, -1).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return members
-	}
+	r := newNode2Rig(t, "undo-queued")
+	ctx, m := r.ctx, r.client.Mutex("undo-queued")
+	queued := func() []string { return r.queued(t) }
 	for _, ended := range []bool{false, true} {
 		// A call and owner of each pass's own: the first pass's
 		// tombstone and place must not speak for the second.
