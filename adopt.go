@@ -26,9 +26,9 @@ import (
 // it names the handed hold. Those leaves name the hold of an undone
 // attempt (sent only to nodes whose answer was not heard, which do not
 // count) or of a lease (which ended, or was given back within its own
-// attempt, whose hold is never adopted: see attempting). So the waiter takes the lease from
-// the notices, valid until that start plus Span, less the drift, with no
-// claim round. model/adopt.pml checks this, and what breaks without each
+// attempt, whose hold is never adopted: see attempting). So the waiter
+// takes the lease from the notices, valid until that start plus Span,
+// less the drift, with no claim round. model/adopt.pml checks this, and what breaks without each
 // of those conditions.
 type handoff struct {
 	need  int           // a quorum

@@ -58,12 +58,13 @@ func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, unce
 }
 
 // leaveAfterRelease takes owner off node i's queue once the release of
-// a lease's hold, with a tombstone, was answered there (by the lease's
-// release, its late-answer handler or the sweeper). The lease's
-// acquire on that node timed out, so it may have run there after the
-// waiter left that queue (the leave went on a fresh connection and
-// overtook it) and, refused, queued the owner again: a place that nobody
-// heartbeats, which the node would hand the lock to until its deadline.
+// hold, with a tombstone, was answered there: a lease's (by its release,
+// its late-answer handler or the sweeper), or a failed attempt's whose
+// call has ended (its undo). The acquire of hold on that node timed out,
+// so it may have run there after the waiter left that queue (the leave
+// went on a fresh connection and overtook it) and, refused, queued the
+// owner again: a place that nobody heartbeats, which the node would hand
+// the lock to until its deadline.
 // From the tombstone on, no such acquire can queue it. Only a lock handed
 // naming hold itself is passed on (the release did that already, unless
 // the handing came later): the call may still be waiting, its lease given
