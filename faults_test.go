@@ -13,6 +13,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -414,7 +415,7 @@ func TestDial_deadNodeLogsAFewLinesAndComesBack(t *testing.T) {
 		if err := cluster.Nodes[i].Restart(false); err != nil {
 			t.Fatal(err)
 		}
-		if err := cluster.Admin(t, i).Set(ctx, "redlock:node", 0, 0).Err(); err != nil {
+		if err := node.Declare(ctx, cluster.Admin(t, i), "redlock:"); err != nil {
 			t.Fatal(err) // a node that never held a lock: it votes at once
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/node"
 )
 
 // The restart guard (on by default): a majority restarted empty while a
@@ -116,7 +117,9 @@ func TestGuard_restartWithDataVotesAtOnce(t *testing.T) {
 }
 
 // A node never used before is indistinguishable from one that lost its
-// data: it waits out the guard, unless its marker says "0".
+// data: it waits out the guard from its start, unless declared new
+// (node.Declare, as `redlock init` does); "0" alone no longer declares it,
+// since a snapshot restart would bring it back.
 func TestGuard_newNodeWaitsUnlessMarked(t *testing.T) {
 	cluster := redistest.Start(t, 1)
 	ctx := testContext(t)
@@ -129,6 +132,12 @@ func TestGuard_newNodeWaitsUnlessMarked(t *testing.T) {
 		t.Fatalf("TryLock on a new node = %v; want ErrQuarantined", err)
 	}
 	if err := admin.Set(ctx, "redlock:node", "0", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mutex("new").TryLock(ctx); !errors.Is(err, redlock.ErrQuarantined) {
+		t.Fatalf("TryLock on a new node marked \"0\" = %v; want ErrQuarantined", err)
+	}
+	if err := node.Declare(ctx, admin, "redlock:"); err != nil {
 		t.Fatal(err)
 	}
 	mustUnlock(t, mustLock(t, ctx, c.Mutex("new")))
@@ -164,7 +173,7 @@ func TestClockCheck_fastMajority(t *testing.T) {
 		if err := cluster.Nodes[i].Restart(false); err != nil {
 			t.Fatal(err)
 		}
-		if err := cluster.Admin(t, i).Set(context.Background(), "redlock:node", "0", 0).Err(); err != nil {
+		if err := node.Declare(context.Background(), cluster.Admin(t, i), "redlock:"); err != nil {
 			t.Fatal(err)
 		}
 	}

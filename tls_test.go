@@ -21,6 +21,7 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/redisproc"
 	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -116,7 +117,7 @@ func TestDial_TLSAndACL(t *testing.T) {
 		}
 		opts.TLSConfig = tlsConfig
 		admin := redis.NewClient(opts)
-		err = admin.Set(ctx, "redlock:node", "0", 0).Err()
+		err = node.Declare(ctx, admin, "redlock:")
 		_ = admin.Close()
 		if err != nil {
 			t.Fatal(err)

@@ -68,6 +68,14 @@ check lock-clock-check-fast-node lock.pml pass -DFAST -DCLOCKCHECK
 check neg-fast-clock-counted    lock.pml fail -DFAST
 check neg-quorum-n-over-2       lock.pml fail -DQ=1
 check neg-no-tombstones         lock.pml fail -DLATE -DMAXCLOCK=2 -DNOTOMB
+# The restart guard against snapshots, empty restarts, flushes, AOF (guard.pml).
+check guard-snapshot-restart    guard.pml pass -DSNAPSHOT
+check guard-empty-restart       guard.pml pass -DEMPTY
+check guard-flush               guard.pml pass -DFLUSH
+check guard-aof-restart         guard.pml pass -DAOF
+check neg-guard-trusts-marker   guard.pml fail -DSNAPSHOT -DTRUSTMARKER
+check neg-guard-declared-forever guard.pml fail -DSNAPSHOT -DDECLFOREVER
+check neg-guard-no-flush-check  guard.pml fail -DFLUSH -DNOFLUSHCHECK
 # The handoff to the first waiter (handoff.pml).
 check handoff                   handoff.pml pass
 check neg-handoff-notice-grants handoff.pml fail -DADOPT

@@ -30,8 +30,11 @@
  *             must fail (mutual exclusion) without GUARD.
  *   GUARD     the restart guard (scripts/guard.lua): a node that lost its
  *             data finds its marker gone at its next script, makes a new
- *             one stamped with its clock, and does not vote until GUARDFOR
- *             ticks after that; with CRASH EARLY or MAJWIPE it must pass.
+ *             one stamped at the loss at the earliest (guard.lua stamps the
+ *             process start, or the time it finds a flush), and does not
+ *             vote until GUARDFOR ticks after that; with CRASH EARLY or
+ *             MAJWIPE it must pass. Snapshots, AOF and declared nodes:
+ *             guard.pml.
  *   GUARDFOR  the guard's length (default TTL); shorter than a lease's
  *             validity (DRIFT=0 GUARDFOR=1: a Client whose guard is
  *             shorter than another's TTL), it must fail with MAJWIPE.

@@ -15,42 +15,78 @@ import (
 //go:embed scripts/guard.lua
 var guardSource string
 
-// ErrQuarantined marks a node that lost its data (a restart without
-// persistence, FLUSHALL, a failover to an empty replica) or is new, less
+// ErrQuarantined marks a node that may have forgotten a lease (it
+// restarted without persisting every write, lost its data, or is new) less
 // than the restart guard ago: it does not vote (see scripts/guard.lua).
 var ErrQuarantined = errors.New("quarantined")
 
+// Why a node is quarantined: the rule of scripts/guard.lua that applied.
+const (
+	WhyNew       = "new"       // no marker; the process started at Since and dropped nothing since
+	WhyRestarted = "restarted" // marker kept, but restarted at Since without an append-only file
+	WhyFlushed   = "flushed"   // no marker after a flush, swap, eviction, DEBUG, REPLICAOF or CONFIG RESETSTAT
+	WhyUnknown   = "unknown"   // no marker, and INFO is refused (ACL or rename): cannot tell
+	WhyLost      = "lost"      // a marker made by an older version
+)
+
 // Quarantine is a node's refusal to vote; it matches ErrQuarantined.
 type Quarantine struct {
-	Since time.Time // when the node found its data missing (its clock)
+	Since time.Time // when the node started, or found its data missing (its clock)
 	Until time.Time // when it votes again (its clock)
+	Why   string    // one of the Why constants
 }
 
 func (q *Quarantine) Error() string {
-	return fmt.Sprintf("quarantined: lost its data (or is new) at %s, votes again at %s",
-		q.Since.UTC().Format(time.RFC3339Nano), q.Until.UTC().Format(time.RFC3339Nano))
+	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+	switch q.Why {
+	case WhyNew:
+		return fmt.Sprintf("quarantined: new or restarted empty at %s (no marker), votes at %s; "+
+			"a brand-new node that never held a lock votes at once after `redlock init`", at(q.Since), at(q.Until))
+	case WhyRestarted:
+		return fmt.Sprintf("quarantined: restarted at %s without an append-only file, it may have forgotten leases; "+
+			"votes again at %s (appendonly yes, appendfsync always: votes at once after a restart)", at(q.Since), at(q.Until))
+	case WhyFlushed:
+		return fmt.Sprintf("quarantined: lost its data at %s (FLUSHALL, FLUSHDB, SWAPDB, eviction, DEBUG, REPLICAOF "+
+			"or CONFIG RESETSTAT since it started), votes again at %s", at(q.Since), at(q.Until))
+	case WhyUnknown:
+		return fmt.Sprintf("quarantined: its marker was missing at %s and INFO is refused (ACL or rename), so it cannot "+
+			"tell why; votes again at %s (allow INFO and LASTSAVE to the lock's user)", at(q.Since), at(q.Until))
+	}
+	return fmt.Sprintf("quarantined: lost its data (or is new) at %s, votes again at %s", at(q.Since), at(q.Until))
 }
 
 func (q *Quarantine) Is(target error) bool { return target == ErrQuarantined }
 
 const quarantinePrefix = "QUARANTINED "
 
-// quarantined turns the script error "QUARANTINED <since> <until>" into a
-// *Quarantine; other errors pass unchanged.
+// quarantined turns the script error "QUARANTINED <since> <until> [why]"
+// into a *Quarantine; other errors pass unchanged.
 func quarantined(err error) error {
 	var redisErr redis.Error
 	if !errors.As(err, &redisErr) || !strings.HasPrefix(redisErr.Error(), quarantinePrefix) {
 		return err
 	}
 	fields := strings.Fields(strings.TrimPrefix(redisErr.Error(), quarantinePrefix))
-	if len(fields) == 2 {
+	if len(fields) == 2 || len(fields) == 3 {
 		since, sinceErr := strconv.ParseInt(fields[0], 10, 64)
 		until, untilErr := strconv.ParseInt(fields[1], 10, 64)
-		if sinceErr == nil && untilErr == nil && since > 0 && until >= since {
-			return &Quarantine{Since: time.UnixMilli(since), Until: time.UnixMilli(until)}
+		why := WhyLost
+		if len(fields) == 3 {
+			why = fields[2]
+		}
+		if sinceErr == nil && untilErr == nil && since > 0 && until >= since && knownWhy(why) {
+			return &Quarantine{Since: time.UnixMilli(since), Until: time.UnixMilli(until), Why: why}
 		}
 	}
 	return fmt.Errorf("%w: %v", ErrBadReply, err)
+}
+
+func knownWhy(why string) bool {
+	switch why {
+	case WhyNew, WhyRestarted, WhyFlushed, WhyUnknown, WhyLost:
+		return true
+	}
+	return false
 }
 
 // markerKey is the marker a script of the lock at keys checks. On a Redis

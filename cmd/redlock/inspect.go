@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -23,12 +25,13 @@ its error if not), the owner id holding the lock there with its number of
 holds and remaining TTL, the fair queue (owner ids in line, their tickets
 and how long until each waiter's heartbeat runs out), and the fencing
 counter. It also says whether each node votes, as the library's checks
-would judge it: a node whose marker (PREFIXnode) is missing or recent lost
-its data, and does not vote until -guard has passed since (the restart
-guard); a node whose clock runs faster than 1 + -drift times this host's
-over -clock-sample does not count (the clock check). Read-only: it runs
-HGETALL, PTTL, ZRANGE, GET and TIME, and the library's read-only inspect
-script, each node bounded by -timeout, and never changes the lock.
+would judge it: the restart guard, asked of the node with -guard (a node
+that may have forgotten a lease, restarted or flushed or new, does not
+vote until -guard after that), and the clock check (a node whose clock
+runs faster than 1 + -drift times this host's over -clock-sample does not
+count). Read-only: it runs HGETALL, PTTL, ZRANGE, GET and TIME, and the
+library's read-only inspect and guard scripts, each node bounded by
+-timeout, and never changes the lock.
 
 Exit statuses:
   0    every node answered
@@ -250,13 +253,9 @@ func readNode(client *redis.Client, index int, addr string, k lockKeys, timeout 
 		state.Marker = markerMissing
 	case err != nil:
 		note("GET marker", err)
-	case value == "0":
-		state.Marker = markerComplete
 	default:
-		if ms, err := strconv.ParseInt(value, 10, 64); err == nil && ms > 0 {
-			state.Marker = time.UnixMilli(ms).UTC().Format(time.RFC3339Nano)
-			state.markedAt = time.UnixMilli(ms)
-		} else {
+		state.Marker = describeMarker(value)
+		if state.Marker == "" {
 			note("GET marker", fmt.Errorf("%q is not a time", value))
 		}
 	}
@@ -266,11 +265,48 @@ func readNode(client *redis.Client, index int, addr string, k lockKeys, timeout 
 	return state
 }
 
+// describeMarker renders a marker (see node/scripts/guard.lua): "complete",
+// "declared" (by `redlock init`, for the process then running), or its
+// time and the rule that made it; "" when it is none of these.
+func describeMarker(value string) string {
+	ms, tag, _ := strings.Cut(value, " ")
+	since, err := strconv.ParseInt(ms, 10, 64)
+	switch {
+	case err != nil || since < 0:
+		return ""
+	case since == 0 && tag == "":
+		return markerComplete
+	case since == 0:
+		return markerDeclared
+	case tag == "":
+		return time.UnixMilli(since).UTC().Format(time.RFC3339Nano)
+	}
+	return time.UnixMilli(since).UTC().Format(time.RFC3339Nano) + " (" + tag + ")"
+}
+
 // What a node's marker says (nodeState.Marker), besides a time.
 const (
 	markerComplete = "complete"
+	markerDeclared = "declared"
 	markerMissing  = "missing"
 )
+
+// judgeGuard asks the node how its restart guard judges it now (the
+// library's own script, making no marker).
+func judgeGuard(client *redis.Client, state *nodeState, cfg inspectConfig) {
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	defer cancel()
+	err := node.Probe(ctx, client, cfg.prefix, cfg.guard)
+	var q *node.Quarantine
+	switch {
+	case errors.As(err, &q):
+		state.Votes = false
+		state.QuarantinedUntil = q.Until.UTC().Format(time.RFC3339Nano)
+		state.Why = append(state.Why, q.Error())
+	case err != nil:
+		state.Why = append(state.Why, "restart guard not checked: "+oneLine(err))
+	}
+}
 
 // clockResolution is what one TIME reading may be off by (as in the
 // library's clock check, node/clock.go).
@@ -288,17 +324,7 @@ func judgeNode(client *redis.Client, state *nodeState, cfg inspectConfig) {
 	}
 	state.Votes = true
 	first := state.clock
-	switch {
-	case state.Marker == markerMissing:
-		state.Votes = false
-		state.Why = append(state.Why, "lost its data (or is new): no marker yet; the next script starts its restart guard")
-	case !state.markedAt.IsZero() && first.node.Before(state.markedAt.Add(cfg.guard)):
-		until := state.markedAt.Add(cfg.guard)
-		state.Votes = false
-		state.QuarantinedUntil = until.UTC().Format(time.RFC3339Nano)
-		state.Why = append(state.Why, fmt.Sprintf("lost its data at %s: quarantined for the restart guard (%v) until %s",
-			state.Marker, cfg.guard, state.QuarantinedUntil))
-	}
+	judgeGuard(client, state, cfg)
 	if cfg.clockSample == 0 {
 		return
 	}

@@ -46,12 +46,13 @@ type nodeState struct {
 	PTTLms    int64    `json:"pttl_ms"`         // remaining TTL; -2 when the lock key does not exist
 	Queue     []waiter `json:"queue"`           // fair waiters, first in line first
 	Fence     int64    `json:"fence"`           // the fencing counter (0 when never used)
-	// Marker is the node's marker of complete data: "complete", "missing"
-	// (it lost its data, or is new), or the node time (RFC 3339) since
-	// which its data is complete.
+	// Marker is the node's marker of complete data: "complete",
+	// "declared" (by redlock init), "missing" (it lost its data, or is
+	// new), or the node time (RFC 3339) since which its data is complete
+	// and, in brackets, the rule that made it.
 	Marker string `json:"marker,omitempty"`
-	// QuarantinedUntil: the node lost its data less than -guard ago and
-	// does not vote until then (node time, RFC 3339).
+	// QuarantinedUntil: the restart guard holds the node's vote back
+	// until then (node time, RFC 3339).
 	QuarantinedUntil string `json:"quarantined_until,omitempty"`
 	// ClockOffsetMS is the node's clock minus this host's, at the read.
 	ClockOffsetMS float64 `json:"clock_offset_ms"`
@@ -65,8 +66,7 @@ type nodeState struct {
 	Votes bool     `json:"votes"`
 	Why   []string `json:"why,omitempty"`
 
-	clock    clockReading // the first TIME reading
-	markedAt time.Time    // the marker's time, when it holds one
+	clock clockReading // the first TIME reading
 }
 
 // waiter is one owner in a fair queue.

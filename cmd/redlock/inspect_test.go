@@ -92,7 +92,8 @@ func TestInspect(t *testing.T) {
 }
 
 // TestInspect_quarantinedNodes: inspect says which nodes would not vote
-// and why: one that lost its data (FLUSHALL: no marker), one whose clock
+// and why: one that lost its data (FLUSHALL: no marker, the guard counts
+// from the flush), one whose clock
 // runs ten times fast (libfaketime); the third votes.
 func TestInspect_quarantinedNodes(t *testing.T) {
 	t.Parallel()
@@ -103,7 +104,7 @@ func TestInspect_quarantinedNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := cluster.Admin(t, 2).Set(ctx, "redlock:node", "0", 0).Err(); err != nil {
+	if err := node.Declare(ctx, cluster.Admin(t, 2), "redlock:"); err != nil {
 		t.Fatal(err)
 	}
 	if err := cluster.Admin(t, 1).FlushAll(ctx).Err(); err != nil {
@@ -119,7 +120,7 @@ func TestInspect_quarantinedNodes(t *testing.T) {
 	want := []struct {
 		votes, fast bool
 		marker      string
-	}{{true, false, markerComplete}, {false, false, markerMissing}, {false, true, markerComplete}}
+	}{{true, false, markerDeclared}, {false, false, markerMissing}, {false, true, markerDeclared}}
 	for i, n := range rep.Nodes {
 		if n.Votes != want[i].votes || n.ClockFast != want[i].fast || n.Marker != want[i].marker || (n.Votes == (len(n.Why) > 0)) {
 			t.Errorf("node %d: votes %v, clock fast %v (x%.2f), marker %q, why %q; want %+v",
@@ -131,7 +132,7 @@ func TestInspect_quarantinedNodes(t *testing.T) {
 	}
 	table := runCLI(t, env, "inspect", "jobs")
 	table.expect(t, exitOK)
-	for _, want := range []string{"1 vote", "node 1: lost its data", "node 2: clock runs at least"} {
+	for _, want := range []string{"1 vote", "node 1: quarantined: lost its data", "node 2: clock runs at least"} {
 		if !strings.Contains(table.stdout.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.stdout.String())
 		}

@@ -9,16 +9,17 @@
 package redisproc
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"time"
+
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
 )
 
 // DefaultBinary is the executable name used when Config.Binary is empty.
@@ -119,23 +120,17 @@ func Start(cfg Config) (*Server, error) {
 	}
 }
 
-// NewMarker is what Start sets on a new server: the library's marker of
-// complete data (see redlock.WithRestartGuard) with the value "0", as the
-// operator of a brand-new node may: this server never held a lock, so it
-// votes at once. A Restart without its data does not set it again: that
-// is the data loss the guard is for.
-const NewMarker = "SET redlock:node 0 NX"
-
-// markNew sets NewMarker, where the server takes plain commands (not on a
-// TLS-only or password-protected server: tests of those set it themselves).
+// markNew declares the new server as an operator of a brand-new node
+// would (node.Declare, what `redlock init` runs): it never held a lock, so
+// it votes at once. A Restart does not declare it again: a restart is what
+// the restart guard is for. Not on a TLS-only or password-protected
+// server: tests of those declare it themselves.
 func (s *Server) markNew() {
-	conn, err := net.DialTimeout("tcp", s.Addr(), readyTimeout)
-	if err != nil {
-		return
-	}
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(readyTimeout))
-	_, _ = roundTrip(conn, bufio.NewReader(conn), NewMarker)
+	client := redis.NewClient(&redis.Options{Addr: s.Addr(), MaxRetries: -1, DialTimeout: readyTimeout})
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
+	defer cancel()
+	_ = node.Declare(ctx, client, "redlock:")
 }
 
 // Addr returns "127.0.0.1:PORT".

@@ -1,19 +1,14 @@
--- guard: a node that lost its data does not grant for a while. This file
--- is put in front of every script whose answer counts as a vote
--- (acquire.lua, acquire_queued.lua, renew.lua, fence_read.lua) and of
--- queue.lua.
+-- guard: a node that may have forgotten a lease does not vote until every
+-- lease it may have granted has ended. This file is put in front of every
+-- script whose answer counts as a vote (acquire.lua, acquire_queued.lua,
+-- acquire_read.lua, renew.lua, fence_read.lua, permits.lua) and of
+-- queue.lua. The rules and why they hold: docs/safety.md, "The restart
+-- guard"; model/lock.pml (GUARD, SNAPSHOT, FLUSH).
 --
 -- The marker key (one per node; on a Redis Cluster node one per slot)
--- holds the node time in milliseconds since which the node's data is
--- complete. A script that finds it missing creates it with the node's
--- time now: the node lost its data (a restart without persistence,
--- FLUSHALL, a failover to an empty replica) or is new, and a node cannot
--- tell which. A lease granted before the loss may still be valid for up
--- to the longest TTL in use, and the node no longer knows of it, so it
--- refuses to vote until guard ms have passed since the marker was made.
--- "0" in the marker: complete since forever (set by whoever knows the
--- node never held a lock). A node restarted with its data keeps its
--- marker and is not held back.
+-- holds "<ms> <why>": the node time since which the node's data is
+-- complete, and the rule that set it; "0" or "0 <run_id>": complete since
+-- forever ("0 <run_id>": declared by `redlock init` for that process).
 
 -- node_time is the node's TIME, read once per call and only by a call that
 -- needs it; node_now the same in milliseconds.
@@ -38,23 +33,122 @@ local function timed(reply)
   return reply
 end
 
+-- int_field reads "name:<digits>" from an INFO reply.
+local function int_field(info, name)
+  return tonumber(string.match(info, '\n' .. name .. ':(%d+)'))
+end
+
+-- process_start: an upper bound of the start of the node's process, in
+-- node ms, and its run_id (nil when LASTSAVE alone showed the start to be
+-- over guard_for ago); nil when the node cannot tell (INFO refused).
+-- LASTSAVE is set at start and at each save, so it is never before the
+-- start; it spares the INFO call on a node up and not saved lately.
+local start_ms, run_id
+local function process_start(guard_for)
+  if start_ms then
+    return start_ms, run_id
+  end
+  local saved = redis.pcall('LASTSAVE')
+  if type(saved) == 'number' and (saved + 1) * 1000 + guard_for <= node_now() then
+    start_ms = (saved + 1) * 1000
+    return start_ms, nil
+  end
+  local server = redis.pcall('INFO', 'server')
+  local uptime = type(server) == 'string' and int_field(server, 'uptime_in_seconds')
+  if not uptime then
+    return nil
+  end
+  start_ms = math.min((math.floor(node_now() / 1000) - uptime + 1) * 1000, node_now())
+  run_id = string.match(server, '\nrun_id:(%x+)')
+  return start_ms, run_id
+end
+
+-- persists_every_write: the node writes an append-only file, which is
+-- taken to be fsynced on every write (appendfsync always: scripts cannot
+-- read the config; the README's assumption 1).
+local function persists_every_write()
+  local info = redis.pcall('INFO', 'persistence')
+  return type(info) == 'string' and int_field(info, 'aof_enabled') == 1
+end
+
+-- Commands that drop keys other than by expiry or a lock script, or
+-- that hide such drops (CONFIG RESETSTAT; before Redis 7 any CONFIG).
+local dropping = { 'flushall', 'flushdb', 'swapdb', 'debug', 'replicaof', 'slaveof',
+  'config|resetstat', 'config' }
+
+-- dropped: why the node may have dropped keys since its process started
+-- ('flushed', or 'unknown' when INFO is refused); nil when it did not.
+local function dropped()
+  local stats = redis.pcall('INFO', 'commandstats')
+  local evictions = redis.pcall('INFO', 'stats')
+  if type(stats) ~= 'string' or type(evictions) ~= 'string' then
+    return 'unknown'
+  end
+  for _, name in ipairs(dropping) do
+    local calls = tonumber(string.match(stats, '\ncmdstat_' .. name .. ':calls=(%d+)'))
+    if calls and calls > 0 then
+      return 'flushed'
+    end
+  end
+  local evicted = int_field(evictions, 'evicted_keys')
+  if evicted ~= 0 then
+    return 'flushed'
+  end
+  return nil
+end
+
+-- lost_since: the marker a script makes when it finds none: the process
+-- start when nothing dropped keys since ('new': anything forgotten was
+-- granted before the start), else now.
+local function lost_since(guard_for)
+  local why = dropped()
+  if why then
+    return node_now(), why
+  end
+  local start = process_start(guard_for)
+  if not start then
+    return node_now(), 'unknown'
+  end
+  return math.min(start, node_now()), 'new'
+end
+
+local function quarantine(since, guard_for, why)
+  return redis.error_reply(string.format('QUARANTINED %d %d %s', since, since + guard_for, why))
+end
+
 -- guard returns nil when the node may vote, or the error reply
--- "QUARANTINED <since> <until>" (node times in ms) when it lost its data
--- less than guard ms ago ("0": the guard is off, the marker is kept).
+-- "QUARANTINED <since> <until> <why>" (node times in ms) when it may have
+-- forgotten a lease ("0": the guard is off; the marker is kept).
+local probing = false -- set by probe.lua: judge, but make no marker
 local function guard(marker, guard_ms)
-  local since = redis.call('GET', marker)
-  if since == false then
-    since = node_now()
-    redis.call('SET', marker, since)
+  local guard_for = tonumber(guard_ms)
+  local value = redis.call('GET', marker)
+  local since, tag
+  if value == false then
+    since, tag = lost_since(guard_for)
+    if not probing then
+      redis.call('SET', marker, string.format('%d %s', since, tag))
+    end
   else
+    since, tag = string.match(value, '^(%d+) ?(%w*)$')
     since = tonumber(since)
     if since == nil then
       return redis.error_reply('ERR redlock: the node marker is not a time')
     end
   end
-  local guard_for = tonumber(guard_ms)
-  if guard_for > 0 and since > 0 and node_now() < since + guard_for then
-    return redis.error_reply(string.format('QUARANTINED %d %d', since, since + guard_for))
+  if guard_for <= 0 then
+    return nil
+  end
+  if since > 0 and node_now() < since + guard_for then
+    return quarantine(since, guard_for, tag ~= '' and tag or 'lost')
+  end
+  if value == false then
+    return nil
+  end
+  -- A marker read back from a snapshot may predate grants the node forgot.
+  local start, run = process_start(guard_for)
+  if start and node_now() < start + guard_for and tag ~= run and not persists_every_write() then
+    return quarantine(start, guard_for, 'restarted')
   end
   return nil
 end

@@ -1,0 +1,254 @@
+package node_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+// runID is the run_id of the node's process.
+func runID(t *testing.T, admin *redis.Client) string {
+	t.Helper()
+	info, err := admin.Info(context.Background(), "server").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return id
+		}
+	}
+	t.Fatalf("no run_id in INFO server: %q", info)
+	return ""
+}
+
+// quarantineOf calls Acquire and returns its *Quarantine, failing the test
+// on any other answer.
+func quarantineOf(t *testing.T, n *node.Node, keys node.Keys, hold string) *node.Quarantine {
+	t.Helper()
+	got, err := n.Acquire(context.Background(), nil, keys, "other", hold, time.Minute)
+	var q *node.Quarantine
+	if !errors.As(err, &q) {
+		t.Fatalf("Acquire = %+v, %v; want a *Quarantine", got, err)
+	}
+	return q
+}
+
+// within fails the test unless at is within slack of want.
+func within(t *testing.T, what string, at, want time.Time, slack time.Duration) {
+	t.Helper()
+	if d := at.Sub(want); d < -slack || d > slack {
+		t.Fatalf("%s %v, %v from %v; want within %v", what, at, d, want, slack)
+	}
+}
+
+// A node without a marker and dropped nothing since it started (new, or
+// restarted empty): its quarantine counts from its start, not from the
+// first call that finds the marker missing, and it votes from then on.
+func TestGuard_missingMarkerCountsFromTheStart(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	if err := cluster.Nodes[0].Restart(false); err != nil { // empty, as after a crash
+		t.Fatal(err)
+	}
+	restarted := time.Now()
+	time.Sleep(1500 * time.Millisecond)
+	keys := keysOf("redlock:{start}")
+	keys.Guard = 4 * time.Second
+	q := quarantineOf(t, n, keys, "h1")
+	if q.Why != node.WhyNew || !strings.Contains(q.Error(), "redlock init") {
+		t.Fatalf("quarantine %q (%s); want the rule for a node without a marker, naming the remedy", q.Why, q)
+	}
+	// The start is known to the second, rounded up: never before it.
+	within(t, "since", q.Since, restarted.Add(500*time.Millisecond), 600*time.Millisecond)
+	if q.Until.Sub(q.Since) != keys.Guard {
+		t.Fatalf("quarantine %v..%v; want the guard from the start", q.Since, q.Until)
+	}
+	waitGranted(t, n, keys, q.Until)
+	if marker, _ := admin.Get(ctx, keys.Marker).Result(); !strings.HasSuffix(marker, " new") {
+		t.Fatalf("marker %q; want the start and the rule", marker)
+	}
+}
+
+// waitGranted polls Acquire until it is granted, and fails unless that
+// happens within half a second of until.
+func waitGranted(t *testing.T, n *node.Node, keys node.Keys, until time.Time) {
+	t.Helper()
+	for {
+		got, err := n.Acquire(context.Background(), nil, keys, "o", "h-wait", time.Minute)
+		if err == nil && got.Granted {
+			within(t, "granted at", time.Now(), until, 500*time.Millisecond)
+			return
+		}
+		if !errors.Is(err, node.ErrQuarantined) {
+			t.Fatalf("Acquire = %+v, %v", got, err)
+		}
+		if time.Now().After(until.Add(time.Second)) {
+			t.Fatalf("still quarantined at %v, past %v: %v", time.Now(), until, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A node up longer than the guard, whose marker is missing though nothing
+// dropped its data (a node nobody declared): it votes at the first call.
+func TestGuard_nodeUpLongerThanTheGuardVotesAtOnce(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	if err := admin.Del(ctx, "redlock:node").Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond)
+	keys := keysOf("redlock:{up}")
+	keys.Guard = time.Second
+	if got, err := n.Acquire(ctx, nil, keys, "o", "h1", time.Minute); err != nil || !got.Granted {
+		t.Fatalf("Acquire on a node up longer than the guard = %+v, %v", got, err)
+	}
+}
+
+// A node restarted from a snapshot keeps its marker, but not the leases
+// granted since the snapshot: it does not vote until its start + guard.
+// With an append-only file fsynced on every write it votes at once.
+func TestGuard_snapshotRestartWaitsAndAOFDoesNot(t *testing.T) {
+	for _, aof := range []bool{false, true} {
+		var args []string
+		if aof {
+			args = []string{"--appendonly", "yes", "--appendfsync", "always"}
+		}
+		cluster := redistest.Start(t, 1, args...)
+		n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
+		t.Cleanup(n.Wait)
+		ctx := context.Background()
+		admin := cluster.Admin(t, 0)
+		keys := keysOf("redlock:{snap}")
+		keys.Guard = time.Minute
+		if err := admin.Save(ctx).Err(); err != nil { // the snapshot: marker, no lease
+			t.Fatal(err)
+		}
+		if got, err := n.Acquire(ctx, nil, keys, "a", "h1", time.Minute); err != nil || !got.Granted {
+			t.Fatalf("aof=%v: Acquire by a = %+v, %v", aof, got, err)
+		}
+		if err := cluster.Nodes[0].Restart(true); err != nil {
+			t.Fatal(err)
+		}
+		restarted := time.Now()
+		got, err := n.Acquire(ctx, nil, keys, "b", "h2", time.Minute)
+		var q *node.Quarantine
+		switch {
+		case !aof && (!errors.As(err, &q) || q.Why != node.WhyRestarted):
+			t.Fatalf("snapshot restart: Acquire by b = %+v, %v; want the restart rule", got, err)
+		case !aof:
+			within(t, "since", q.Since, restarted, 1100*time.Millisecond)
+		case err != nil || got.Granted:
+			t.Fatalf("AOF restart: Acquire by b = %+v, %v; want refused: a holds it", got, err)
+		}
+	}
+}
+
+// FLUSHALL on a node up longer than the guard: the marker is gone, and the
+// quarantine counts from now; CONFIG RESETSTAT, which hides the flush from
+// INFO, counts as one too.
+func TestGuard_flushOnALongRunningNodeCountsFromNow(t *testing.T) {
+	for _, reset := range []bool{false, true} {
+		n, cluster := oneNode(t)
+		ctx := context.Background()
+		admin := cluster.Admin(t, 0)
+		time.Sleep(2500 * time.Millisecond)
+		keys := keysOf("redlock:{flush}")
+		keys.Guard = time.Second
+		if err := admin.FlushAll(ctx).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if reset {
+			if err := admin.ConfigResetStat(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		flushed := time.Now()
+		q := quarantineOf(t, n, keys, "h1")
+		if q.Why != node.WhyFlushed {
+			t.Fatalf("reset=%v: quarantine %q (%s); want the flush rule", reset, q.Why, q)
+		}
+		within(t, "since", q.Since, flushed, 300*time.Millisecond)
+		waitGranted(t, n, keys, q.Until)
+	}
+}
+
+// A user whose ACL refuses INFO and LASTSAVE: a missing marker counts from
+// now (the node cannot tell why it is missing), as before.
+func TestGuard_infoRefusedCountsFromNow(t *testing.T) {
+	_, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	if err := admin.Do(ctx, "ACL", "SETUSER", "locker", "on", ">pw", "~*", "&*", "+@all", "-info", "-lastsave").Err(); err != nil {
+		t.Fatal(err)
+	}
+	client := redis.NewClient(&redis.Options{Addr: cluster.Addrs()[0], Username: "locker", Password: "pw"})
+	t.Cleanup(func() { _ = client.Close() })
+	n := node.New(0, cluster.Addrs()[0], client)
+	t.Cleanup(n.Wait)
+	if err := admin.Del(ctx, "redlock:node").Err(); err != nil {
+		t.Fatal(err)
+	}
+	keys := keysOf("redlock:{acl}")
+	keys.Guard = time.Minute
+	deleted := time.Now()
+	q := quarantineOf(t, n, keys, "h1")
+	if q.Why != node.WhyUnknown || !strings.Contains(q.Error(), "INFO") {
+		t.Fatalf("quarantine %q (%s); want the rule for a node that cannot tell", q.Why, q)
+	}
+	within(t, "since", q.Since, deleted, 300*time.Millisecond)
+}
+
+// Declare marks a brand-new node for its process: it votes at once, and no
+// longer after a restart. It refuses a node holding lock keys, one that
+// loaded keys from disk at its start, and one whose marker records a loss.
+func TestDeclare(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	keys := keysOf("redlock:{declare}")
+	keys.Guard = time.Minute
+	if err := node.Declare(ctx, admin, "redlock:"); err != nil { // again: the harness declared it
+		t.Fatalf("Declare twice: %v", err)
+	}
+	if got, err := n.Acquire(ctx, nil, keys, "o", "h1", time.Minute); err != nil || !got.Granted {
+		t.Fatalf("Acquire on a declared node = %+v, %v", got, err)
+	}
+	var notNew *node.NotNew
+	if err := node.Declare(ctx, admin, "redlock:"); !errors.As(err, &notNew) || len(notNew.Keys) != 1 || notNew.Keys[0] != keys.Lock {
+		t.Fatalf("Declare with a lock held = %v; want refused, naming the lock", err)
+	}
+	if err := admin.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Nodes[0].Restart(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.Del(ctx, keys.Lock).Err(); err != nil { // no key left, but the process loaded some
+		t.Fatal(err)
+	}
+	if err := node.Declare(ctx, admin, "redlock:"); !errors.As(err, &notNew) || notNew.Loaded != "2" || !errors.Is(err, node.ErrNotNew) {
+		t.Fatalf("Declare after a restart from a snapshot = %v; want refused: it loaded keys", err)
+	}
+	if q := quarantineOf(t, n, keys, "h2"); q.Why != node.WhyRestarted {
+		t.Fatalf("after a restart the declaration holds no more: %s", q)
+	}
+	if err := admin.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if q := quarantineOf(t, n, keys, "h3"); q.Why != node.WhyFlushed {
+		t.Fatalf("after FLUSHALL: %s", q)
+	}
+	if err := node.Declare(ctx, admin, "redlock:"); !errors.As(err, &notNew) || notNew.Marker == "" {
+		t.Fatalf("Declare after a flush = %v; want refused: the marker records the loss", err)
+	}
+}
