@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -62,9 +63,9 @@ func startNodes(b *testing.B, n int) *nodes {
 		set.servers = append(set.servers, srv)
 		admin := redis.NewClient(&redis.Options{Addr: srv.addr})
 		set.admins = append(set.admins, admin)
-		// A new node never held a lock: its marker says so, or redlock's
-		// restart guard would keep it from voting for a TTL.
-		if err := admin.Set(context.Background(), "redlock:node", "0", 0).Err(); err != nil {
+		// A new node never held a lock: declared so (as `redlock init`
+		// does), or redlock's restart guard keeps it from voting for a TTL.
+		if err := node.Declare(context.Background(), admin, "redlock:"); err != nil {
 			b.Fatalf("node %d: mark it new: %v", i, err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -107,13 +108,15 @@ func Start(ctx context.Context, cfg Config) (_ *Cluster, err error) {
 	return c, nil
 }
 
-// MarkNew sets the restart guard's marker of nodes to "0": they never
-// held a lock (true of a new container, and of one whose locks have all
-// expired), so they vote at once.
+// MarkNew declares nodes new for their running process, as `redlock init`
+// would ("0 <run_id>", see node/scripts/guard.lua), but without its check
+// for lock keys: the suite knows that no lock kept on them is still valid
+// (a new container, or one whose locks have all expired; fence counters
+// stay), so they vote at once.
 func (c *Cluster) MarkNew(ctx context.Context, nodes ...int) error {
 	for _, i := range nodes {
 		client := c.Client(i)
-		err := client.Set(ctx, "redlock:node", "0", 0).Err()
+		err := markProcess(ctx, client)
 		_ = client.Close()
 		if err != nil {
 			return fmt.Errorf("node %d: mark it new: %w", i, err)
@@ -259,4 +262,18 @@ func freePorts(n int) ([]int, error) {
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
 	}
 	return ports, nil
+}
+
+// markProcess sets the marker "0 <run_id>" of the node's process.
+func markProcess(ctx context.Context, client *redis.Client) error {
+	info, err := client.Info(ctx, "server").Result()
+	if err != nil {
+		return err
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok {
+			return client.Set(ctx, "redlock:node", "0 "+id, 0).Err()
+		}
+	}
+	return fmt.Errorf("no run_id in INFO server")
 }
