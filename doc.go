@@ -21,12 +21,13 @@
 // # Guarantees and their assumptions
 //
 // Two owners never both hold a valid lease on one name, provided that:
-//   - a node that lost its data (a restart without persistence, FLUSHALL,
-//     a failover to an empty replica) does not vote for the longest TTL
-//     in use. The restart guard checks it (WithRestartGuard, on by
-//     default): what stays assumed is that the guard is at least the
-//     longest TTL of any Client on the same names, and that no node loses
-//     part of its data while keeping its marker (key eviction);
+//   - a node that may have forgotten a lease (a restart from a snapshot or
+//     without persistence, FLUSHALL, eviction) does not vote for the
+//     longest TTL in use. The restart guard checks it (WithRestartGuard,
+//     on by default): what stays assumed is that the guard is at least the
+//     longest TTL of any Client on the same names, that AOF is fsynced on
+//     every write, and that no one deletes lock keys by hand
+//     (docs/restart-guard.md);
 //   - a node whose clock runs fast, against the client's monotonic clock,
 //     by more than the drift factor does not count. The clock check
 //     checks it (WithClockCheck, on by default; not on Redis Cluster or

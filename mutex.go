@@ -171,9 +171,6 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 		if lease == nil && outcome.err == nil {
 			lease, outcome = m.attempt(ctx, k, contended)
 		}
-		if outcome.err != nil {
-			last = outcome.err
-		}
 		if lease != nil && ctx.Err() != nil {
 			// Granted just as ctx ended: the caller has stopped waiting and
 			// would never unlock it, so give it back (as x/sync/semaphore
@@ -194,18 +191,26 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 		if ctx.Err() != nil {
 			// Given up during the round: say so, and what it saw.
 			k.finish(ctx, nil)
-			return nil, gaveUp(ctx, outcome.err)
+			return nil, gaveUp(ctx, telling(outcome.err, last))
 		}
+		last = outcome.err
 		var stop *stopError
 		if !wait || errors.Is(outcome.err, ErrConfig) || errors.As(outcome.err, &stop) {
 			k.finish(ctx, nil)
 			return nil, outcome.err
 		}
+		if err := quarantinedPast(ctx, outcome); err != nil {
+			k.finish(ctx, nil)
+			return nil, err
+		}
 		if k.watcher == nil {
 			// Subscribe, then try again at once: a release between the
 			// failed attempt and the subscription must not be missed.
+			// Quarantined nodes grant nothing before they vote again.
 			k.watch(ctx)
-			continue
+			if outcome.votesAgain.IsZero() {
+				continue
+			}
 		}
 		delay, ok := pacer.next(outcome)
 		if !ok {
@@ -213,6 +218,9 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 			return nil, outcome.err
 		}
 		delay, contended = m.mode.pace(delay, outcome)
+		if !outcome.votesAgain.IsZero() {
+			delay = max(delay, untilVotes(outcome.votesAgain))
+		}
 		timer := time.NewTimer(delay)
 		var handed <-chan struct{}
 		if k.handoff != nil {

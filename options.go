@@ -144,23 +144,13 @@ func (s settings) validate(n int) error {
 	return nil
 }
 
-// WithRestartGuard sets how long a node found to have lost its data does
-// not vote: not for acquires, renewals or fencing reads. The scripts keep
-// a marker key on each node (prefix + "node", one per slot on a Redis
-// Cluster node) with the node time since which its data is complete; a
-// script that finds it missing (a restart without persistence, FLUSHALL,
-// a failover to an empty replica, or a node never used before) creates it
-// and the node refuses to vote until d has passed on its clock. A node
-// restarted with its data (AOF) keeps its marker and votes at once.
-//
-// d must be at least the longest TTL of any lease on the same names: a
-// node cannot know the TTLs of the locks it forgot. The default is the
-// longest TTL this Client has used when the Mutex is made (its default
-// TTL and that of every Mutex made before, this one included): right when
-// every Client on the nodes uses the same TTLs; set it to the longest
-// otherwise. 0 turns the guard off (the marker is still kept). A brand-new
-// node therefore waits d before its first vote; set its marker to "0"
-// (SET redlock:node 0) to declare that it never held a lock.
+// WithRestartGuard sets d, how long a node that may have forgotten a lease
+// does not vote: d after its start when it restarted without an
+// append-only file, after a flush when it lost its marker (see
+// docs/restart-guard.md). d must be at least the longest TTL of any lease
+// on the same names. The default is the longest TTL this Client has used
+// when the Mutex is made; 0 turns the guard off. A node started less than
+// d ago votes at once only when declared new (`redlock init`).
 func WithRestartGuard(d time.Duration) Option {
 	return func(s *settings) { s.restartGuard, s.guardSet = d, true }
 }

@@ -1,11 +1,15 @@
 package redlock
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
 )
 
 // QuarantineEvent reports a node that does not vote: it lost its data (or
@@ -72,8 +76,8 @@ func (c *Client) sawQuarantine(s *settings, index int, err error) {
 		s.logger.Warn("redlock: node's clock runs fast: its answers do not count until it is back in bounds for a TTL",
 			"node", index, "addr", addr, "rate", fast.Rate, "since", since, "until", until)
 	} else {
-		s.logger.Warn("redlock: node lost its data (or is new): it does not vote until the restart guard has passed",
-			"node", index, "addr", addr, "since", since, "until", until)
+		s.logger.Warn("redlock: node may have forgotten a lease: it does not vote until the restart guard has passed",
+			"node", index, "addr", addr, "why", lost.Why, "since", since, "until", until)
 	}
 	if hook := s.observer.Quarantined; hook != nil {
 		hook(QuarantineEvent{Node: index, Addr: addr, Reason: err, Until: until})
@@ -93,4 +97,83 @@ func (c *Client) restartGuard(s settings) time.Duration {
 		return s.restartGuard
 	}
 	return time.Duration(c.longest.Load())
+}
+
+// votesAgain is when need of the nodes that answered replies may vote
+// again, as far as their quarantines tell (a node that refused, granted or
+// failed otherwise may vote now); zero when that is now.
+func votesAgain(replies []quorum.Reply[node.Acquired], need int) time.Time {
+	now := time.Now()
+	at := make([]time.Time, len(replies))
+	for i, reply := range replies {
+		at[i] = now
+		var lost *node.Quarantine
+		var fast *node.ClockQuarantine
+		switch {
+		case reply.Vote != quorum.Failed:
+		case errors.As(reply.Err, &lost) && lost.Left > 0:
+			at[i] = now.Add(lost.Left)
+		case errors.As(reply.Err, &fast) && fast.Until.After(now):
+			at[i] = fast.Until
+		}
+	}
+	if need < 1 || need > len(at) {
+		return time.Time{}
+	}
+	slices.SortFunc(at, time.Time.Compare)
+	if !at[need-1].After(now) {
+		return time.Time{}
+	}
+	return at[need-1]
+}
+
+// quarantinedPast is the error of a Lock that no quorum of nodes can grant
+// before ctx's deadline, its nodes quarantined past it; nil otherwise.
+func quarantinedPast(ctx context.Context, o outcome) error {
+	deadline, ok := ctx.Deadline()
+	if !ok || o.votesAgain.IsZero() || !o.votesAgain.After(deadline) {
+		return nil
+	}
+	return fmt.Errorf("%w: no quorum of nodes votes before the deadline %s; the earliest at %s: %w", ErrNotAcquired,
+		deadline.Format(time.RFC3339Nano), o.votesAgain.Format(time.RFC3339Nano), o.err)
+}
+
+// untilVotes is the wait for quarantined nodes to vote again at at, with a
+// margin for the nodes' clocks and the reply's way back.
+func untilVotes(at time.Time) time.Duration {
+	wait := time.Until(at)
+	return wait + wait/100 + 5*time.Millisecond
+}
+
+// telling is err, unless the attempt was cut short by its ctx on every
+// node that failed (nothing learnt): then the attempt before's, previous.
+func telling(err, previous error) error {
+	if previous == nil || err == nil {
+		return err
+	}
+	var nodeErrs []*NodeError
+	collectNodeErrors(err, &nodeErrs)
+	for _, ne := range nodeErrs {
+		if !errors.Is(ne.Err, context.Canceled) && !errors.Is(ne.Err, context.DeadlineExceeded) {
+			return err
+		}
+	}
+	if len(nodeErrs) == 0 {
+		return err
+	}
+	return previous
+}
+
+// collectNodeErrors appends every *NodeError in err's tree to into.
+func collectNodeErrors(err error, into *[]*NodeError) {
+	switch e := err.(type) {
+	case *NodeError:
+		*into = append(*into, e)
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			collectNodeErrors(inner, into)
+		}
+	case interface{ Unwrap() error }:
+		collectNodeErrors(e.Unwrap(), into)
+	}
 }

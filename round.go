@@ -19,7 +19,10 @@ type outcome struct {
 	leadLost bool          // another contender took the lead node first
 	split    bool          // no owner can have a quorum: contenders split the votes
 	minPTTL  time.Duration // the blocking holder's smallest remaining TTL; -1 if unknown
-	err      error
+	// votesAgain: quarantines keep a quorum from voting until then (this
+	// process's clock); zero when they do not.
+	votesAgain time.Time
+	err        error
 }
 
 // attempt is one round: the acquire script on every node at once. It
@@ -128,6 +131,7 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 	// so that the outcome and the error count every node's answer.
 	tally = round.WaitAll(context.WithoutCancel(ctx))
 	result := m.describeFailure(tally, need, until)
+	result.votesAgain = votesAgain(tally.Replies, need)
 	if k.handoff != nil {
 		// Before the undo: a node that refused is sent nothing of it.
 		k.handoff.failed(hold, start, func(i int) bool {

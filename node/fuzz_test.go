@@ -83,7 +83,31 @@ func FuzzDecoders(f *testing.F) {
 		if err == nil && (permits < 1 || permits > MaxPermits) {
 			t.Fatalf("decodePermits(%#v) = %d", reply, permits)
 		}
+		if text, ok := reply.(string); ok {
+			checkQuarantine(t, text)
+		}
 	})
+}
+
+// scriptError is an error reply, as go-redis hands it over.
+type scriptError string
+
+func (e scriptError) Error() string { return string(e) }
+func (scriptError) RedisError()     {}
+
+// checkQuarantine decodes the guard's refusal with text after its prefix:
+// a *Quarantine whose times are in order, or an error matching ErrBadReply.
+func checkQuarantine(t *testing.T, text string) {
+	err := quarantined(scriptError(quarantinePrefix + text))
+	var q *Quarantine
+	switch {
+	case errors.As(err, &q):
+		if q.Until.Before(q.Since) || q.Left > q.Until.Sub(q.Since) || q.Left < -1 || !knownWhy(q.Why) || q.Error() == "" {
+			t.Fatalf("quarantined(%q) = %+v", text, q)
+		}
+	case !errors.Is(err, ErrBadReply):
+		t.Fatalf("quarantined(%q) = %v; want a *Quarantine or ErrBadReply", text, err)
+	}
 }
 
 // realReplies are what the scripts answer (copied from real nodes).
@@ -111,6 +135,8 @@ var realReplies = []any{
 	[]any{int64(1), "3f2a9c0d1e4b5a67", "1795317275550415"},
 	[]any{int64(0), "", "0"},
 	nil, []any{}, "",
+	"1795317275550 1795317305550 new 29000", "1795317275550 1795317305550 restarted 12",
+	"1795317275550 1795317305550",
 }
 
 // The reply encoding of the fuzz input: a tag byte, then the value.

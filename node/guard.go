@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +35,9 @@ type Quarantine struct {
 	Since time.Time // when the node started, or found its data missing (its clock)
 	Until time.Time // when it votes again (its clock)
 	Why   string    // one of the Why constants
+	// Left is how long from the reply until the node votes again, as the
+	// node measured it; -1 when the reply did not say.
+	Left time.Duration
 }
 
 func (q *Quarantine) Error() string {
@@ -59,26 +63,36 @@ func (q *Quarantine) Is(target error) bool { return target == ErrQuarantined }
 
 const quarantinePrefix = "QUARANTINED "
 
-// quarantined turns the script error "QUARANTINED <since> <until> [why]"
-// into a *Quarantine; other errors pass unchanged.
+// quarantined turns the script error "QUARANTINED <since> <until> [why
+// [left]]" into a *Quarantine; other errors pass unchanged.
 func quarantined(err error) error {
 	var redisErr redis.Error
 	if !errors.As(err, &redisErr) || !strings.HasPrefix(redisErr.Error(), quarantinePrefix) {
 		return err
 	}
 	fields := strings.Fields(strings.TrimPrefix(redisErr.Error(), quarantinePrefix))
-	if len(fields) == 2 || len(fields) == 3 {
-		since, sinceErr := strconv.ParseInt(fields[0], 10, 64)
-		until, untilErr := strconv.ParseInt(fields[1], 10, 64)
-		why := WhyLost
-		if len(fields) == 3 {
-			why = fields[2]
-		}
-		if sinceErr == nil && untilErr == nil && since > 0 && until >= since && knownWhy(why) {
-			return &Quarantine{Since: time.UnixMilli(since), Until: time.UnixMilli(until), Why: why}
+	if len(fields) < 2 || len(fields) > 4 {
+		return fmt.Errorf("%w: %v", ErrBadReply, err)
+	}
+	since, sinceErr := strconv.ParseInt(fields[0], 10, 64)
+	until, untilErr := strconv.ParseInt(fields[1], 10, 64)
+	q := &Quarantine{Since: time.UnixMilli(since), Until: time.UnixMilli(until), Why: WhyLost, Left: -1}
+	if len(fields) > 2 {
+		q.Why = fields[2]
+	}
+	leftErr := error(nil)
+	if len(fields) > 3 {
+		var left int64
+		left, leftErr = strconv.ParseInt(fields[3], 10, 64)
+		q.Left = max(time.Duration(left), 0) * time.Millisecond
+		if left > until-since || left > int64(math.MaxInt64/time.Millisecond) {
+			leftErr = strconv.ErrRange
 		}
 	}
-	return fmt.Errorf("%w: %v", ErrBadReply, err)
+	if sinceErr != nil || untilErr != nil || leftErr != nil || since <= 0 || until < since || !knownWhy(q.Why) {
+		return fmt.Errorf("%w: %v", ErrBadReply, err)
+	}
+	return q
 }
 
 func knownWhy(why string) bool {

@@ -2,8 +2,8 @@
 -- lease it may have granted has ended. This file is put in front of every
 -- script whose answer counts as a vote (acquire.lua, acquire_queued.lua,
 -- acquire_read.lua, renew.lua, fence_read.lua, permits.lua) and of
--- queue.lua. The rules and why they hold: docs/safety.md, "The restart
--- guard"; model/lock.pml (GUARD, SNAPSHOT, FLUSH).
+-- queue.lua. The rules and why they hold: docs/restart-guard.md;
+-- model/guard.pml.
 --
 -- The marker key (one per node; on a Redis Cluster node one per slot)
 -- holds "<ms> <why>": the node time since which the node's data is
@@ -65,7 +65,7 @@ end
 
 -- persists_every_write: the node writes an append-only file, which is
 -- taken to be fsynced on every write (appendfsync always: scripts cannot
--- read the config; the README's assumption 1).
+-- read the config; docs/restart-guard.md).
 local function persists_every_write()
   local info = redis.pcall('INFO', 'persistence')
   return type(info) == 'string' and int_field(info, 'aof_enabled') == 1
@@ -113,11 +113,13 @@ local function lost_since(guard_for)
 end
 
 local function quarantine(since, guard_for, why)
-  return redis.error_reply(string.format('QUARANTINED %d %d %s', since, since + guard_for, why))
+  local left = since + guard_for - node_now()
+  return redis.error_reply(string.format('QUARANTINED %d %d %s %d', since, since + guard_for, why, left))
 end
 
 -- guard returns nil when the node may vote, or the error reply
--- "QUARANTINED <since> <until> <why>" (node times in ms) when it may have
+-- "QUARANTINED <since> <until> <why> <left>" (node times in ms; left: ms
+-- from now to until) when it may have
 -- forgotten a lease ("0": the guard is off; the marker is kept).
 local probing = false -- set by probe.lua: judge, but make no marker
 local function guard(marker, guard_ms)
