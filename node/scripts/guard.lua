@@ -33,88 +33,88 @@ local function timed(reply)
   return reply
 end
 
--- int_field reads "name:<digits>" from an INFO reply.
-local function int_field(info, name)
-  return tonumber(string.match(info, '\n' .. name .. ':(%d+)'))
-end
-
--- process_start: an upper bound of the start of the node's process, in
--- node ms, and its run_id (nil when LASTSAVE alone showed the start to be
--- over guard_for ago); nil when the node cannot tell (INFO refused).
--- LASTSAVE is set at start and at each save, so it is never before the
--- start; it spares the INFO call on a node up and not saved lately.
-local start_ms, run_id
-local function process_start(guard_for)
-  if start_ms then
-    return start_ms, run_id
+-- facts: what the guard asks the node past its hot path, defined by the
+-- first call that needs it (defining it costs every script otherwise).
+local node_facts
+local function facts()
+  if node_facts then
+    return node_facts
   end
-  local saved = redis.pcall('LASTSAVE')
-  if type(saved) == 'number' and (saved + 1) * 1000 + guard_for <= node_now() then
-    start_ms = (saved + 1) * 1000
-    return start_ms, nil
+  local f = {}
+  local function int_field(info, name)
+    return tonumber(string.match(info, '\n' .. name .. ':(%d+)'))
   end
-  local server = redis.pcall('INFO', 'server')
-  local uptime = type(server) == 'string' and int_field(server, 'uptime_in_seconds')
-  if not uptime then
-    return nil
+  -- f.start: an upper bound of the process start in node ms (the node
+  -- knows it to the second), and its run_id; nil when INFO is refused.
+  function f.start()
+    local server = redis.pcall('INFO', 'server')
+    local uptime = type(server) == 'string' and int_field(server, 'uptime_in_seconds')
+    if not uptime then
+      return nil
+    end
+    local start = math.min((math.floor(node_now() / 1000) - uptime + 1) * 1000, node_now())
+    return start, string.match(server, '\nrun_id:(%x+)')
   end
-  start_ms = math.min((math.floor(node_now() / 1000) - uptime + 1) * 1000, node_now())
-  run_id = string.match(server, '\nrun_id:(%x+)')
-  return start_ms, run_id
-end
-
--- persists_every_write: the node writes an append-only file, which is
--- taken to be fsynced on every write (appendfsync always: scripts cannot
--- read the config; docs/restart-guard.md).
-local function persists_every_write()
-  local info = redis.pcall('INFO', 'persistence')
-  return type(info) == 'string' and int_field(info, 'aof_enabled') == 1
-end
-
--- Commands that drop keys other than by expiry or a lock script, or
--- that hide such drops (CONFIG RESETSTAT; before Redis 7 any CONFIG).
-local dropping = { 'flushall', 'flushdb', 'swapdb', 'debug', 'replicaof', 'slaveof',
-  'config|resetstat', 'config' }
-
--- dropped: why the node may have dropped keys since its process started
--- ('flushed', or 'unknown' when INFO is refused); nil when it did not.
-local function dropped()
-  local stats = redis.pcall('INFO', 'commandstats')
-  local evictions = redis.pcall('INFO', 'stats')
-  if type(stats) ~= 'string' or type(evictions) ~= 'string' then
-    return 'unknown'
+  -- f.persists: the node writes an append-only file, taken to be fsynced
+  -- on every write (scripts cannot read the config).
+  function f.persists()
+    local info = redis.pcall('INFO', 'persistence')
+    return type(info) == 'string' and int_field(info, 'aof_enabled') == 1
   end
-  for _, name in ipairs(dropping) do
-    local calls = tonumber(string.match(stats, '\ncmdstat_' .. name .. ':calls=(%d+)'))
-    if calls and calls > 0 then
+  -- f.dropped: why keys may have gone since the start other than by
+  -- expiry or a lock script ('flushed'; 'unknown' when INFO is refused).
+  -- CONFIG RESETSTAT would hide the others (before Redis 7: any CONFIG).
+  function f.dropped()
+    local stats, others = redis.pcall('INFO', 'commandstats'), redis.pcall('INFO', 'stats')
+    if type(stats) ~= 'string' or type(others) ~= 'string' then
+      return 'unknown'
+    end
+    for _, name in ipairs({ 'flushall', 'flushdb', 'swapdb', 'debug', 'replicaof', 'slaveof', 'config|resetstat', 'config' }) do
+      local calls = tonumber(string.match(stats, '\ncmdstat_' .. name .. ':calls=(%d+)'))
+      if calls and calls > 0 then
+        return 'flushed'
+      end
+    end
+    if int_field(others, 'evicted_keys') ~= 0 then
       return 'flushed'
     end
+    return nil
   end
-  local evicted = int_field(evictions, 'evicted_keys')
-  if evicted ~= 0 then
-    return 'flushed'
+  function f.quarantine(since, guard_for, why)
+    local left = since + guard_for - node_now()
+    return redis.error_reply(string.format('QUARANTINED %d %d %s %d', since, since + guard_for, why, left))
   end
-  return nil
+  node_facts = f
+  return f
+end
+
+-- up_longer: whether the process started more than guard_for ago, by
+-- LASTSAVE (set at the start and at each save: never before the start),
+-- and that bound of the start.
+local function up_longer(guard_for)
+  local saved = redis.pcall('LASTSAVE')
+  if type(saved) == 'number' and (saved + 1) * 1000 + guard_for <= node_now() then
+    return true, (saved + 1) * 1000
+  end
+  return false
 end
 
 -- lost_since: the marker a script makes when it finds none: the process
 -- start when nothing dropped keys since ('new': anything forgotten was
 -- granted before the start), else now.
 local function lost_since(guard_for)
-  local why = dropped()
+  local why = facts().dropped()
   if why then
     return node_now(), why
   end
-  local start = process_start(guard_for)
+  local up, start = up_longer(guard_for)
+  if not up then
+    start = facts().start()
+  end
   if not start then
     return node_now(), 'unknown'
   end
   return math.min(start, node_now()), 'new'
-end
-
-local function quarantine(since, guard_for, why)
-  local left = since + guard_for - node_now()
-  return redis.error_reply(string.format('QUARANTINED %d %d %s %d', since, since + guard_for, why, left))
 end
 
 -- guard returns nil when the node may vote, or the error reply
@@ -142,15 +142,15 @@ local function guard(marker, guard_ms)
     return nil
   end
   if since > 0 and node_now() < since + guard_for then
-    return quarantine(since, guard_for, tag ~= '' and tag or 'lost')
+    return facts().quarantine(since, guard_for, tag ~= '' and tag or 'lost')
   end
-  if value == false then
+  if value == false or up_longer(guard_for) then
     return nil
   end
   -- A marker read back from a snapshot may predate grants the node forgot.
-  local start, run = process_start(guard_for)
-  if start and node_now() < start + guard_for and tag ~= run and not persists_every_write() then
-    return quarantine(start, guard_for, 'restarted')
+  local start, run = facts().start()
+  if start and node_now() < start + guard_for and tag ~= run and not facts().persists() then
+    return facts().quarantine(start, guard_for, 'restarted')
   end
   return nil
 end
