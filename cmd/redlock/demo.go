@@ -170,13 +170,13 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, int, bool) {
 	var bad string
 	if n, err := strconv.Atoi(nodes); err == nil {
 		cfg.nodes = n
-	} else if strings.Contains(nodes, "://") {
+	} else if strings.Contains(nodes, ":") { // URLs, or host:port
 		cfg.urls, err = nodeURLs(nodes)
 		if err != nil {
 			bad = err.Error()
 		}
 	} else {
-		bad = fmt.Sprintf("-nodes wants a count or redis:// URLs, got %q", nodes)
+		bad = fmt.Sprintf("-nodes wants a count or node URLs (redis://host:port or host:port), got %q", nodes)
 	}
 	switch {
 	case bad != "":

@@ -66,7 +66,7 @@ func parseInspectFlags(args []string, stderr io.Writer) (inspectConfig, int, boo
 		fmt.Fprint(flags.Output(), inspectUsage)
 		flags.PrintDefaults()
 	}
-	flags.StringVar(&nodes, "nodes", "", "comma-separated redis:// or rediss:// URLs, one per node (default $"+nodesEnv+")")
+	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
 	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix the lock was taken with")
 	flags.BoolVar(&cfg.json, "json", false, "print JSON instead of a table")
 	flags.DurationVar(&cfg.timeout, "timeout", time.Second, "how long each node may take to answer")

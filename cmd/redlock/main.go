@@ -12,8 +12,8 @@
 //	redlock demo [-nodes 5 | -nodes URL,URL,...] [-duration 10s] [-workers 8]
 //
 // Nodes come from -nodes or, when it is not given, from $REDLOCK_NODES: a
-// comma-separated list of redis:// or rediss:// URLs, one per independent
-// Redis node.
+// comma-separated list of redis:// or rediss:// URLs (or host:port, taken
+// as redis://host:port), one per independent Redis node.
 //
 // # Exit statuses
 //
@@ -75,7 +75,7 @@ commands:
   demo     start local redis-server nodes and show the lock under contention,
            reentrancy and the failure of a minority of nodes
 
-Nodes: -nodes URL,URL,... or $REDLOCK_NODES (redis:// or rediss:// URLs).
+Nodes: -nodes URL,URL,... or $REDLOCK_NODES (redis://, rediss:// URLs or host:port).
 Run "redlock <command> -h" for a command's flags, exit statuses and examples.
 `
 

@@ -117,7 +117,7 @@ func parseRunFlags(command string, args []string, stderr io.Writer) (runConfig, 
 		fmt.Fprint(flags.Output(), usage)
 		flags.PrintDefaults()
 	}
-	flags.StringVar(&nodes, "nodes", "", "comma-separated redis:// or rediss:// URLs, one per node (default $"+nodesEnv+")")
+	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
 	flags.StringVar(&cfg.name, "name", "", "lock name (required)")
 	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix; keys are PREFIX{NAME}, PREFIX{NAME}:fence, ...")
 	flags.DurationVar(&cfg.ttl, "ttl", redlock.DefaultTTL, "lease TTL: how long others wait if redlock dies without releasing")

@@ -46,7 +46,7 @@ func unlock(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(flags.Output(), unlockUsage)
 		flags.PrintDefaults()
 	}
-	flags.StringVar(&nodes, "nodes", "", "comma-separated redis:// or rediss:// URLs, one per node (default $"+nodesEnv+")")
+	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
 	flags.StringVar(&prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix the lock was taken with")
 	flags.BoolVar(&force, "force", false, "take the lock from its holder (required)")
 	flags.DurationVar(&timeout, "timeout", time.Second, "how long each node may take to answer")
