@@ -14,6 +14,9 @@ func TestNodes_hostPortIsARedisURL(t *testing.T) {
 	addrs := redistest.Start(t, 3).Addrs()
 	env := nodesEnvFor(addrs) // 127.0.0.1:PORT, no scheme
 	for _, args := range [][]string{
+		{"init"},
+		{"init", "-nodes", addrs[0]},
+		{"init", addrs[1], addrs[2], "-prefix", "redlock:"},
 		{"run", "-name", "bare", "--", "true"},
 		{"inspect", "bare"},
 		{"unlock", "-force", "bare"},
