@@ -232,12 +232,12 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) (code in
 	for i, kind := range s.kinds {
 		labels[i] = fmt.Sprintf("%s %q", kind.label, kind.name)
 	}
-	origin := "started"
-	if !s.owned() {
-		origin = "using"
+	origin, declared := "using", ""
+	if s.owned() {
+		origin, declared = "started", " declared new (redlock init),"
 	}
-	s.printf("%s %d redis-server nodes (%s ... %s), quorum %d, TTL %v; %d workers over 2 clients on %s",
-		origin, len(s.addrs), s.addrs[0], s.addrs[len(s.addrs)-1], len(s.addrs)/2+1, ttl, cfg.workers,
+	s.printf("%s %d redis-server nodes (%s ... %s),%s quorum %d, TTL %v; %d workers over 2 clients on %s",
+		origin, len(s.addrs), s.addrs[0], s.addrs[len(s.addrs)-1], declared, len(s.addrs)/2+1, ttl, cfg.workers,
 		strings.Join(labels, " and "))
 
 	results := s.run(ctx)
