@@ -234,3 +234,9 @@ func describeNodes(failed []*redlock.NodeError) string {
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
 }
+
+// plain is oneLine without the library's own "redlock: " in front: the
+// command's prefix ("redlock run: ") already says where it comes from.
+func plain(err error) string {
+	return strings.TrimPrefix(oneLine(err), "redlock: ")
+}

@@ -101,11 +101,11 @@ func acquire(cfg runConfig, client *redlock.Client, sigs <-chan os.Signal, stder
 	case err == nil:
 		return r.lease, exitOK
 	case errors.Is(err, redlock.ErrConfig):
-		cfg.printf(stderr, "%s (see redlock %s -h)\n", oneLine(err), cfg.command)
+		cfg.printf(stderr, "%s (see redlock %s -h)\n", plain(err), cfg.command)
 		return nil, exitUsage
 	case errors.Is(err, redlock.ErrKeyConflict):
 		// Waiting cannot fix it: Lock returned at once.
-		cfg.printf(stderr, "lock %q: %s\n", cfg.name, oneLine(err))
+		cfg.printf(stderr, "lock %q: %s\n", cfg.name, plain(err))
 		return nil, exitError
 	case errors.Is(err, redlock.ErrNoQuorum):
 		cfg.printf(stderr, "no quorum for lock %q: %s\n", cfg.name, describeNodes(nodeErrors(err)))
@@ -118,7 +118,7 @@ func acquire(cfg runConfig, client *redlock.Client, sigs <-chan os.Signal, stder
 			cfg.name, cfg.wait, cfg.name)
 		return nil, exitNotAcquired
 	}
-	cfg.printf(stderr, "lock %q: %s\n", cfg.name, oneLine(err))
+	cfg.printf(stderr, "lock %q: %s\n", cfg.name, plain(err))
 	return nil, exitError
 }
 
@@ -151,19 +151,18 @@ func supervise(cfg runConfig, lease *redlock.Lease, sigs <-chan os.Signal, stder
 			if !lost && lease.Err() != nil {
 				// Lost as CMD exited: it may have acted unprotected.
 				lost = true
-				cfg.printf(stderr, "lock %q lost as %s exited: %s\n", cfg.name, cfg.argv[0], oneLine(lease.Err()))
+				cfg.printf(stderr, "lock %q lost as %s exited: %s\n", cfg.name, cfg.argv[0], plain(context.Cause(lease.Context())))
 			}
-			release(cfg, lease, stderr)
-			if lost {
-				return exitLost
+			if !release(cfg, lease, stderr) && !lost {
+				return exitStatus(cmd.ProcessState)
 			}
-			return exitStatus(cmd.ProcessState)
+			return exitLost
 		case sig := <-sigs:
 			_ = cmd.Process.Signal(sig)
 		case <-leaseDone:
 			leaseDone, lost = nil, true
 			cfg.printf(stderr, "lock %q lost while %s ran (%s): sent it SIGTERM, SIGKILL in %v\n",
-				cfg.name, cfg.argv[0], oneLine(context.Cause(lease.Context())), cfg.grace)
+				cfg.name, cfg.argv[0], plain(context.Cause(lease.Context())), cfg.grace)
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			timer := time.NewTimer(cfg.grace)
 			defer timer.Stop()
@@ -176,14 +175,26 @@ func supervise(cfg runConfig, lease *redlock.Lease, sigs <-chan os.Signal, stder
 }
 
 // release gives the lock back. After a loss the holds left on reachable
-// nodes still go, so the next holder need not wait for their TTL.
-func release(cfg runConfig, lease *redlock.Lease, stderr io.Writer) {
+// nodes still go, so the next holder need not wait for their TTL. It
+// reports whether the release found the lease lost unnoticed: its holds
+// were gone from a quorum (unlock -force, or nodes that lost them) before
+// the watchdog's next renewal could tell, so CMD may have run without it.
+func release(cfg runConfig, lease *redlock.Lease, stderr io.Writer) (lost bool) {
 	held := lease.Err() == nil
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	if err := lease.Unlock(ctx); err != nil && held {
-		cfg.printf(stderr, "release: %s; the lock expires at its TTL\n", oneLine(err))
+	err := lease.Unlock(ctx)
+	switch {
+	case err == nil || !held:
+	case errors.Is(err, redlock.ErrNotHeld):
+		// Nothing is left to expire: the holds were already gone.
+		cfg.printf(stderr, "lock %q lost while %s ran, found at the release (%s; taken by unlock -force, or the nodes lost it): %s may have acted without it\n",
+			cfg.name, cfg.argv[0], plain(err), cfg.argv[0])
+		return true
+	default:
+		cfg.printf(stderr, "release of lock %q: %s; holds left on the nodes that missed it expire at the TTL\n", cfg.name, plain(err))
 	}
+	return false
 }
 
 // childEnv is redlock's environment plus what CMD needs to use the lock.
