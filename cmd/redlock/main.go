@@ -30,7 +30,7 @@
 //	2      bad usage: unknown flag, missing -name or CMD, malformed URL (before anything runs)
 //	123    the lock was lost while CMD ran; CMD got SIGTERM, then SIGKILL after -grace
 //	       (or, found at the release, CMD had already exited)
-//	124    the lock was not acquired within -wait
+//	124    the lock was not acquired within -wait (held, or too few nodes vote yet)
 //	125    redlock's own failure: no quorum of nodes reachable, or another error
 //	126    CMD was found but could not be started
 //	127    CMD was not found

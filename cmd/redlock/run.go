@@ -44,7 +44,10 @@ Exit statuses:
   CMD's     CMD exited by itself (128+N when it died of signal N)
   2         bad usage (nothing was run)
   123       the lock was lost while CMD ran (or found lost at the release)
-  124       the lock was not acquired within -wait
+  124       the lock was not acquired within -wait: another owner held it,
+            or too few nodes voted yet (nodes started less than the restart
+            guard ago vote once it has passed; brand-new ones at once
+            after redlock init)
   125       redlock's own failure: fewer than a quorum of nodes reachable, ...
   126, 127  CMD could not be started, CMD was not found
   128+N     redlock got signal N while waiting for the lock

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -107,6 +108,13 @@ func acquire(cfg runConfig, client *redlock.Client, sigs <-chan os.Signal, stder
 		// Waiting cannot fix it: Lock returned at once.
 		cfg.printf(stderr, "lock %q: %s\n", cfg.name, plain(err))
 		return nil, exitError
+	case errors.Is(err, redlock.ErrNoQuorum) && errors.Is(err, redlock.ErrQuarantined):
+		// No quorum because nodes answer but do not vote yet (the restart
+		// guard, the clock check), not because they are out of reach:
+		// waiting longer would do, so it is "not acquired".
+		cfg.printf(stderr, "lock %q not acquired%s: too few nodes vote yet: %s\n",
+			cfg.name, within(cfg.wait), describeNodes(nodeErrors(err)))
+		return nil, exitNotAcquired
 	case errors.Is(err, redlock.ErrNoQuorum):
 		cfg.printf(stderr, "no quorum for lock %q: %s\n", cfg.name, describeNodes(nodeErrors(err)))
 		return nil, exitError
@@ -231,4 +239,13 @@ func signalNumber(sig os.Signal) int {
 		return int(s)
 	}
 	return 0
+}
+
+// within says how long a Lock waited: " within 10s", or nothing when it
+// had no deadline (-wait 0).
+func within(wait time.Duration) string {
+	if wait <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" within %v", wait)
 }
