@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
 )
 
 const initUsage = `usage: redlock init [-nodes URLs] [-prefix redlock:] [-timeout 5s] [URL...]
@@ -30,7 +32,9 @@ guard has passed; its marker is left as it was. The other nodes are
 declared all the same: each node's vote is judged on its own. Declaring a
 node twice is harmless.
 
-Nodes are the URLs given as arguments, or -nodes, or $REDLOCK_NODES.
+Nodes are the URLs given as arguments, or -nodes, or $REDLOCK_NODES. A
+node that refuses connections (still starting) is tried again until
+-timeout.
 
 Exit statuses:
   0    every node was declared new
@@ -61,7 +65,7 @@ func parseInitFlags(args []string, stderr io.Writer) (initConfig, int, bool) {
 	}
 	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
 	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix of the locks the nodes will hold (the marker is PREFIXnode)")
-	flags.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "how long each node may take (it scans the keys under -prefix)")
+	flags.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "how long each node may take: to accept connections (one still starting) and to answer (it scans the keys under -prefix)")
 	// Flags may also follow the URLs: "redlock init URL... -prefix x:".
 	var given []string
 	for {
@@ -140,11 +144,28 @@ func (ns *nodeSet) declare(ctx context.Context, prefix string, timeout time.Dura
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			errs[i] = node.Declare(ctx, client, prefix)
+			errs[i] = declareOne(ctx, client, prefix)
 		})
 	}
 	wg.Wait()
 	return errs
+}
+
+// declareOne declares one node, trying again while it refuses connections
+// and ctx lasts: init often runs as nodes start (a compose service, an
+// init container), before they listen.
+func declareOne(ctx context.Context, client *redis.Client, prefix string) error {
+	for {
+		err := node.Declare(ctx, client, prefix)
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // refusal says why a node was not declared, and what happens to it.

@@ -3,11 +3,13 @@ package main
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/redisproc"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -95,7 +97,7 @@ func TestInit_refusesANodeHoldingLockKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	c := runCLI(t, nodesEnvFor(append(cluster.URLs(), closedPort(t))), "init")
+	c := runCLI(t, nodesEnvFor(append(cluster.URLs(), closedPort(t))), "init", "-timeout", "300ms")
 	c.expect(t, exitError,
 		"node 2 ("+cluster.Addrs()[2]+"): refused: not a new node: it holds lock keys (",
 		"redlock:{held}", "redlock:{held}:fence", "node 3 (", "connection refused", "declared 2 of 4 nodes")
@@ -109,5 +111,30 @@ func TestInit_refusesANodeHoldingLockKeys(t *testing.T) {
 	}
 	if value, err := cluster.Admin(t, 2).Get(ctx, marker).Result(); err != nil || value != kept {
 		t.Errorf("refused node's marker %q, %v; want it unchanged, %q", value, err, kept)
+	}
+}
+
+// TestInit_nodeStillStarting: a node that refuses connections when init
+// starts (a compose service or an init container runs as the nodes start)
+// is tried again within -timeout and declared once it listens.
+func TestInit_nodeStillStarting(t *testing.T) {
+	t.Parallel()
+	redistest.RequireRedis(t)
+	url := closedPort(t)
+	port, err := strconv.Atoi(url[strings.LastIndex(url, ":")+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startCLI(t, nil, "init", "-timeout", "10s", url)
+	time.Sleep(300 * time.Millisecond)
+	server, err := redisproc.Start(redisproc.Config{Dir: t.TempDir(), Port: port, Undeclared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = server.Kill() }()
+	c.wait()
+	c.expect(t, exitOK)
+	if !strings.Contains(c.stdout.String(), "node 0 ("+server.Addr()+"): declared new") {
+		t.Errorf("init said %q", c.stdout.String())
 	}
 }
