@@ -97,37 +97,43 @@ func acquire(cfg runConfig, client *redlock.Client, sigs <-chan os.Signal, stder
 		return nil, exitSignalBase + signalNumber(sig)
 	}
 	locking.Wait()
-	err := r.err
+	if r.err != nil {
+		return nil, notAcquired(cfg, r.err, errors.Is(context.Cause(ctx), errWaitOver), stderr)
+	}
+	return r.lease, exitOK
+}
+
+// notAcquired says why Lock failed with err (waitOver: its -wait ran
+// out) and returns the exit status.
+func notAcquired(cfg runConfig, err error, waitOver bool, stderr io.Writer) int {
 	switch {
-	case err == nil:
-		return r.lease, exitOK
 	case errors.Is(err, redlock.ErrConfig):
 		cfg.printf(stderr, "%s (see redlock %s -h)\n", plain(err), cfg.command)
-		return nil, exitUsage
+		return exitUsage
 	case errors.Is(err, redlock.ErrKeyConflict):
 		// Waiting cannot fix it: Lock returned at once.
 		cfg.printf(stderr, "lock %q: %s\n", cfg.name, plain(err))
-		return nil, exitError
+		return exitError
 	case errors.Is(err, redlock.ErrNoQuorum) && errors.Is(err, redlock.ErrQuarantined):
 		// No quorum because nodes answer but do not vote yet (the restart
 		// guard, the clock check), not because they are out of reach:
 		// waiting longer would do, so it is "not acquired".
 		cfg.printf(stderr, "lock %q not acquired%s: too few nodes vote yet: %s\n",
 			cfg.name, within(cfg.wait), describeNodes(nodeErrors(err)))
-		return nil, exitNotAcquired
+		return exitNotAcquired
 	case errors.Is(err, redlock.ErrNoQuorum):
 		cfg.printf(stderr, "no quorum for lock %q: %s\n", cfg.name, describeNodes(nodeErrors(err)))
-		return nil, exitError
-	case errors.Is(context.Cause(ctx), errWaitOver) && errors.Is(err, redlock.ErrNotAcquired) && cfg.permits > 0:
+		return exitError
+	case waitOver && errors.Is(err, redlock.ErrNotAcquired) && cfg.permits > 0:
 		cfg.printf(stderr, "no permit of semaphore %q within %v: all %d are held\n", cfg.name, cfg.wait, cfg.permits)
-		return nil, exitNotAcquired
-	case errors.Is(context.Cause(ctx), errWaitOver) && errors.Is(err, redlock.ErrNotAcquired):
+		return exitNotAcquired
+	case waitOver && errors.Is(err, redlock.ErrNotAcquired):
 		cfg.printf(stderr, "lock %q not acquired within %v: another owner holds it (see redlock inspect %s)\n",
 			cfg.name, cfg.wait, cfg.name)
-		return nil, exitNotAcquired
+		return exitNotAcquired
 	}
 	cfg.printf(stderr, "lock %q: %s\n", cfg.name, plain(err))
-	return nil, exitError
+	return exitError
 }
 
 // supervise runs CMD while the lease is held and returns redlock's exit
