@@ -28,9 +28,10 @@ guard vote without it.
 init refuses a node that is not new, and says why: one that holds keys
 under -prefix (it names up to 10), one that loaded keys from disk at its
 start, one whose marker records a loss of data. Such a node votes once the
-guard has passed; its marker is left as it was. The other nodes are
-declared all the same: each node's vote is judged on its own. Declaring a
-node twice is harmless.
+guard has passed since its start; its marker is left as it was. The other
+nodes are declared all the same: each node's vote is judged on its own.
+Running init again is harmless: a node declared before and used since is
+refused (it holds lock keys) and keeps its declaration.
 
 Nodes are the URLs given as arguments, or -nodes, or $REDLOCK_NODES. A
 node that refuses connections (still starting) is tried again until
