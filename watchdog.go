@@ -254,10 +254,13 @@ func (w *watchdog) settle(leases []*lease, decided []bool, tally quorum.Tally[[]
 		case refreshed >= need && l.renewed(start):
 			decided[i] = true
 			w.reschedule(l, start.Add(s.ttl/3))
-		case taken+released > n-need:
+		case taken+released > n-need && (released == 0 || final):
 			// Another owner holds it, or its holds were removed (a
 			// ForceUnlock), on enough nodes that this lease can never be
-			// renewed: it is lost now, not at Until.
+			// renewed: it is lost now, not at Until. A removal is counted
+			// on every node that answers (the stragglers follow within
+			// the node timeout), so that the count matches the one the
+			// forcer saw, not just the quorum that settled it.
 			decided[i] = true
 			if released > 0 {
 				l.lose(fmt.Errorf("%w: its holds were removed on %d of %d nodes (ForceUnlock)%s",

@@ -170,13 +170,13 @@ func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, int, bool) {
 	var bad string
 	if n, err := strconv.Atoi(nodes); err == nil {
 		cfg.nodes = n
-	} else if strings.Contains(nodes, "://") {
+	} else if strings.Contains(nodes, ":") { // URLs, or host:port
 		cfg.urls, err = nodeURLs(nodes)
 		if err != nil {
 			bad = err.Error()
 		}
 	} else {
-		bad = fmt.Sprintf("-nodes wants a count or redis:// URLs, got %q", nodes)
+		bad = fmt.Sprintf("-nodes wants a count or node URLs (redis://host:port or host:port), got %q", nodes)
 	}
 	switch {
 	case bad != "":
@@ -232,12 +232,12 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) (code in
 	for i, kind := range s.kinds {
 		labels[i] = fmt.Sprintf("%s %q", kind.label, kind.name)
 	}
-	origin := "started"
-	if !s.owned() {
-		origin = "using"
+	origin, declared := "using", ""
+	if s.owned() {
+		origin, declared = "started", " declared new (redlock init),"
 	}
-	s.printf("%s %d redis-server nodes (%s ... %s), quorum %d, TTL %v; %d workers over 2 clients on %s",
-		origin, len(s.addrs), s.addrs[0], s.addrs[len(s.addrs)-1], len(s.addrs)/2+1, ttl, cfg.workers,
+	s.printf("%s %d redis-server nodes (%s ... %s),%s quorum %d, TTL %v; %d workers over 2 clients on %s",
+		origin, len(s.addrs), s.addrs[0], s.addrs[len(s.addrs)-1], declared, len(s.addrs)/2+1, ttl, cfg.workers,
 		strings.Join(labels, " and "))
 
 	results := s.run(ctx)

@@ -41,7 +41,9 @@ func (s *session) startNodes(ctx context.Context) ([]string, func(func(string, e
 			fmt.Fprintln(s.stderr, "redlock demo: interrupted")
 			return nil, stop, exitInterrupted
 		}
-		server, err := redisproc.Start(redisproc.Config{Dir: filepath.Join(dir, fmt.Sprintf("node%d", i))})
+		// Brand-new nodes, as a user's are: connect declares them new
+		// the way redlock init does.
+		server, err := redisproc.Start(redisproc.Config{Dir: filepath.Join(dir, fmt.Sprintf("node%d", i)), Undeclared: true})
 		if err != nil {
 			fmt.Fprintf(s.stderr, "redlock demo: start node %d: %s\n", i, firstLine(err))
 			return nil, stop, exitFailure
@@ -56,8 +58,9 @@ func (s *session) startNodes(ctx context.Context) ([]string, func(func(string, e
 }
 
 // connect makes the two clients, each with connections of its own as two
-// processes would have. Nodes given by URL are pinged first: without a
-// quorum the demo would only show errors.
+// processes would have. The demo's own nodes are declared new; nodes given
+// by URL are pinged first: without a quorum the demo would only show
+// errors.
 func (s *session) connect(urls []string) int {
 	for i := range s.clients {
 		ns, err := dialNodes(urls, nodeTimeout)
@@ -74,13 +77,14 @@ func (s *session) connect(urls []string) int {
 		s.clients[i], s.conns[i] = client, ns
 	}
 	s.addrs = s.conns[0].addrs
-	if !s.owned() {
-		ns := s.conns[0]
-		if ok, failed := ns.quorumAnswers(context.Background(), nodeTimeout); !ok {
-			fmt.Fprintf(s.stderr, "redlock demo: no quorum: %d of %d nodes reachable, %d needed: %s\n",
-				len(ns.clients)-len(failed), len(ns.clients), ns.quorum(), describeNodes(failed))
-			return exitFailure
-		}
+	if s.owned() {
+		return s.declare()
+	}
+	ns := s.conns[0]
+	if ok, failed := ns.quorumAnswers(context.Background(), nodeTimeout); !ok {
+		fmt.Fprintf(s.stderr, "redlock demo: no quorum: %d of %d nodes reachable, %d needed: %s\n",
+			len(ns.clients)-len(failed), len(ns.clients), ns.quorum(), describeNodes(failed))
+		return exitFailure
 	}
 	return exitOK
 }
@@ -98,4 +102,18 @@ func (s *session) disconnect(cleanupFailed func(string, error)) {
 		}
 		s.conns[i].close()
 	}
+}
+
+// declare declares the demo's own nodes new, by the path redlock init
+// takes: they were just started and never held a lock, so they vote at
+// once instead of a restart guard (the TTL) after their start.
+func (s *session) declare() int {
+	ns := s.conns[0]
+	for i, err := range ns.declare(context.Background(), redlock.DefaultKeyPrefix, nodeTimeout) {
+		if err != nil {
+			fmt.Fprintf(s.stderr, "redlock demo: init node %d (%s): %s\n", i, ns.addrs[i], refusal(err))
+			return exitFailure
+		}
+	}
+	return exitOK
 }

@@ -66,7 +66,7 @@ func parseInspectFlags(args []string, stderr io.Writer) (inspectConfig, int, boo
 		fmt.Fprint(flags.Output(), inspectUsage)
 		flags.PrintDefaults()
 	}
-	flags.StringVar(&nodes, "nodes", "", "comma-separated redis:// or rediss:// URLs, one per node (default $"+nodesEnv+")")
+	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
 	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix the lock was taken with")
 	flags.BoolVar(&cfg.json, "json", false, "print JSON instead of a table")
 	flags.DurationVar(&cfg.timeout, "timeout", time.Second, "how long each node may take to answer")
@@ -230,39 +230,53 @@ func readNode(client *redis.Client, index int, addr string, k lockKeys, timeout 
 	}
 	note("ZRANGE queue", queue.Err())
 	note("ZRANGE alive", alive.Err())
-	deadlines := make(map[string]int64)
-	for _, z := range alive.Val() {
-		deadlines[fmt.Sprint(z.Member)] = int64(z.Score)
-	}
-	nowMS := now.Val().UnixMilli()
-	for _, z := range queue.Val() {
-		w := waiter{Owner: fmt.Sprint(z.Member), Ticket: int64(z.Score)}
-		if deadline, ok := deadlines[w.Owner]; ok {
-			remaining := deadline - nowMS
-			w.HeartbeatMS = &remaining
-		}
-		state.Queue = append(state.Queue, w)
-	}
+	state.Queue = append(state.Queue, queueOf(queue.Val(), alive.Val(), now.Val().UnixMilli())...)
 	if v, err := fence.Int64(); err == nil {
 		state.Fence = v
 	} else {
 		note("GET fence", err)
 	}
-	switch value, err := marker.Result(); {
-	case errors.Is(err, redis.Nil):
-		state.Marker = markerMissing
-	case err != nil:
-		note("GET marker", err)
-	default:
-		state.Marker = describeMarker(value)
-		if state.Marker == "" {
-			note("GET marker", fmt.Errorf("%q is not a time", value))
-		}
-	}
+	value, err := marker.Result()
+	note("GET marker", state.readMarker(value, err))
 	if len(errs) > 0 {
 		state.Error = oneLine(errors.Join(errs...))
 	}
 	return state
+}
+
+// queueOf is the fair queue in line order, each waiter with the time
+// left until its heartbeat deadline (alive) at the node's time nowMS.
+func queueOf(queue, alive []redis.Z, nowMS int64) []waiter {
+	deadlines := make(map[string]int64)
+	for _, z := range alive {
+		deadlines[fmt.Sprint(z.Member)] = int64(z.Score)
+	}
+	var line []waiter
+	for _, z := range queue {
+		w := waiter{Owner: fmt.Sprint(z.Member), Ticket: int64(z.Score)}
+		if deadline, ok := deadlines[w.Owner]; ok {
+			remaining := deadline - nowMS
+			w.HeartbeatMS = &remaining
+		}
+		line = append(line, w)
+	}
+	return line
+}
+
+// readMarker records the marker GET answered (value, err), and returns
+// the error to report, if any.
+func (state *nodeState) readMarker(value string, err error) error {
+	switch {
+	case errors.Is(err, redis.Nil):
+		state.Marker = markerMissing
+		return nil
+	case err != nil:
+		return err
+	}
+	if state.Marker = describeMarker(value); state.Marker == "" {
+		return fmt.Errorf("%q is not a time", value)
+	}
+	return nil
 }
 
 // describeMarker renders a marker (see node/scripts/guard.lua): "complete",

@@ -134,26 +134,7 @@ func writeTable(out io.Writer, r *lockReport) error {
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(table, "NODE\tADDRESS\tSTATE\tOWNER\tHOLDS\tTTL\tQUEUED\tFENCE\tVOTES\tCLOCK")
 	for _, n := range r.Nodes {
-		if !n.Reachable {
-			fmt.Fprintf(table, "%d\t%s\tdown: %s\t\t\t\t\t\t\t\n", n.Node, n.Addr, n.Error)
-			continue
-		}
-		state, owner, holds, ttl := "free", "-", "-", "-"
-		if n.Owner != "" {
-			state, owner, holds, ttl = "held", n.Owner, strconv.Itoa(n.Holds), pttl(n.PTTLms)
-		}
-		if n.Error != "" {
-			state = "error: " + n.Error
-		}
-		votes := "yes"
-		if !n.Votes {
-			votes = "no"
-		}
-		clock := fmt.Sprintf("%+.1fms", n.ClockOffsetMS)
-		if n.ClockRate > 0 {
-			clock += fmt.Sprintf(" rate≥%.3f", n.ClockRate)
-		}
-		fmt.Fprintf(table, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", n.Node, n.Addr, state, owner, holds, ttl, len(n.Queue), n.Fence, votes, clock)
+		writeNodeRow(table, &n)
 	}
 	_ = table.Flush() // into a buffer: cannot fail
 	for _, n := range r.Nodes {
@@ -176,6 +157,30 @@ func writeTable(out io.Writer, r *lockReport) error {
 	}
 	_, err := w.WriteTo(out)
 	return err
+}
+
+// writeNodeRow prints one node's row of the table.
+func writeNodeRow(table io.Writer, n *nodeState) {
+	if !n.Reachable {
+		fmt.Fprintf(table, "%d\t%s\tdown: %s\t\t\t\t\t\t\t\n", n.Node, n.Addr, n.Error)
+		return
+	}
+	state, owner, holds, ttl := "free", "-", "-", "-"
+	if n.Owner != "" {
+		state, owner, holds, ttl = "held", n.Owner, strconv.Itoa(n.Holds), pttl(n.PTTLms)
+	}
+	if n.Error != "" {
+		state = "error: " + n.Error
+	}
+	votes := "yes"
+	if !n.Votes {
+		votes = "no"
+	}
+	clock := fmt.Sprintf("%+.1fms", n.ClockOffsetMS)
+	if n.ClockRate > 0 {
+		clock += fmt.Sprintf(" rate≥%.3f", n.ClockRate)
+	}
+	fmt.Fprintf(table, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n", n.Node, n.Addr, state, owner, holds, ttl, len(n.Queue), n.Fence, votes, clock)
 }
 
 // pttl shows a remaining time in milliseconds the way PTTL means it.

@@ -9,11 +9,16 @@
 //	redlock elect [-nodes URLs] -name NAME [-value V] [-ttl 30s] [-wait 0] [-fair] [-grace 10s] -- CMD [ARGS...]
 //	redlock inspect [-nodes URLs] [-json] [-prefix redlock:] NAME
 //	redlock unlock -force [-nodes URLs] [-prefix redlock:] NAME
+//	redlock init [-nodes URLs] [-prefix redlock:] [-timeout 5s] [URL...]
 //	redlock demo [-nodes 5 | -nodes URL,URL,...] [-duration 10s] [-workers 8]
 //
 // Nodes come from -nodes or, when it is not given, from $REDLOCK_NODES: a
-// comma-separated list of redis:// or rediss:// URLs, one per independent
-// Redis node.
+// comma-separated list of redis:// or rediss:// URLs (or host:port, taken
+// as redis://host:port), one per independent Redis node.
+//
+// Nodes started less than the restart guard (the longest TTL) ago vote
+// once it has passed since their start; brand-new ones vote at once after
+// redlock init.
 //
 // # Exit statuses
 //
@@ -24,7 +29,8 @@
 //	0-122  CMD's own exit status
 //	2      bad usage: unknown flag, missing -name or CMD, malformed URL (before anything runs)
 //	123    the lock was lost while CMD ran; CMD got SIGTERM, then SIGKILL after -grace
-//	124    the lock was not acquired within -wait
+//	       (or, found at the release, CMD had already exited)
+//	124    the lock was not acquired within -wait (held, or too few nodes vote yet)
 //	125    redlock's own failure: no quorum of nodes reachable, or another error
 //	126    CMD was found but could not be started
 //	127    CMD was not found
@@ -32,8 +38,11 @@
 //
 // redlock inspect exits 0 when every node answered and 125 when some did
 // not (the report still shows the others); redlock unlock -force exits 0
-// when done on every node, 125 when some node did not answer; redlock demo exits 0 when the
-// run upheld every claim, 1 when it did not, 130 when interrupted.
+// when done on every node, 125 when some node did not answer; redlock
+// init exits 0 when every node was declared new, 125 when some node was
+// refused (it is not new) or did not answer; redlock demo exits 0 when the
+// run upheld every claim, 1 when it did not, 130 when interrupted. Each
+// exits 2 on bad usage.
 package main
 
 import (
@@ -72,10 +81,11 @@ commands:
   elect    campaign, run a command while leader, resign (like etcdctl elect)
   inspect  show a lock's holder, fair queue, TTL and fence counter on every node
   unlock   -force: take a lock from a stuck holder (an operator's tool)
+  init     declare brand-new nodes new, so that they vote at once
   demo     start local redis-server nodes and show the lock under contention,
            reentrancy and the failure of a minority of nodes
 
-Nodes: -nodes URL,URL,... or $REDLOCK_NODES (redis:// or rediss:// URLs).
+Nodes: -nodes URL,URL,... or $REDLOCK_NODES (redis://, rediss:// URLs or host:port).
 Run "redlock <command> -h" for a command's flags, exit statuses and examples.
 `
 
@@ -101,6 +111,8 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		return inspect(args[1:], stdout, stderr)
 	case "unlock":
 		return unlock(args[1:], stdout, stderr)
+	case "init":
+		return initNodes(args[1:], stdout, stderr)
 	case "demo":
 		// Ctrl-C or SIGTERM cancels ctx and the demo winds down: workers
 		// finish their section, clients close, servers stop, the temp dir
@@ -116,7 +128,7 @@ func dispatch(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "redlock: unknown command %q (commands: run, elect, inspect, unlock, demo; see redlock -h)\n", args[0])
+		fmt.Fprintf(stderr, "redlock: unknown command %q (commands: run, elect, inspect, unlock, init, demo; see redlock -h)\n", args[0])
 		return exitUsage
 	}
 }

@@ -19,6 +19,9 @@ import (
 // (or a shell profile) sets it once rather than on every command line.
 const nodesEnv = "REDLOCK_NODES"
 
+// nodesFlagHelp describes -nodes, the same for every command.
+const nodesFlagHelp = "comma-separated node URLs, one per node: redis://[user:password@]host:port, rediss://... or host:port (default $" + nodesEnv + ")"
+
 // nodeTimeout bounds each call to one node. It is the library's default: a
 // dead node costs a command half a second, not the TCP timeout.
 const nodeTimeout = redlock.DefaultNodeTimeout
@@ -34,15 +37,48 @@ func nodeURLs(flagValue string) ([]string, error) {
 	if strings.TrimSpace(list) == "" {
 		return nil, fmt.Errorf("no nodes: give -nodes redis://host:port,... or set $%s", nodesEnv)
 	}
+	return parseNodeList(strings.Split(list, ","), from)
+}
+
+// parseNodeList checks each node of a list that came from (a flag, the
+// environment or the arguments) and returns them as URLs. A bare
+// host:port is taken as redis://host:port, as redis-cli -h/-p would take
+// it: people paste addresses. A malformed item is named as given, with
+// its password masked, so that the operator sees which one it is.
+func parseNodeList(items []string, from string) ([]string, error) {
 	var urls []string
-	for i, item := range strings.Split(list, ",") {
+	for i, item := range items {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			return nil, fmt.Errorf("%s: node %d is empty", from, i)
 		}
+		if !strings.Contains(item, "://") {
+			item = "redis://" + item
+		}
+		if _, err := redis.ParseURL(item); err != nil {
+			// url.Parse's errors repeat the whole URL, password included.
+			message := strings.ReplaceAll(err.Error(), fmt.Sprintf("parse %q: ", item), "")
+			return nil, fmt.Errorf("node %d %q: %s (want host:port, redis://[user:password@]host:port[/db] or rediss://...)",
+				i, maskPassword(item), strings.ReplaceAll(message, item, maskPassword(item)))
+		}
 		urls = append(urls, item)
 	}
 	return urls, nil
+}
+
+// maskPassword hides the password of a node URL that may not parse:
+// everything between the user name's colon and the last '@'.
+func maskPassword(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	at := strings.LastIndex(rest, "@")
+	if !ok || at < 0 {
+		return raw
+	}
+	user, _, hasPassword := strings.Cut(rest[:at], ":")
+	if !hasPassword {
+		return raw
+	}
+	return scheme + "://" + user + ":xxxxx" + rest[at:]
 }
 
 // nodeSet is one go-redis client per node, for what the library does not
@@ -55,16 +91,15 @@ type nodeSet struct {
 	pings   sync.WaitGroup // quorumAnswers' pings still out
 }
 
-// dialNodes makes a client per URL. Nothing connects yet. The error never
-// repeats a URL: it may carry a password.
+// dialNodes makes a client per URL (from nodeURLs). Nothing connects yet.
+// An error shows a URL with its password masked.
 func dialNodes(urls []string, timeout time.Duration) (*nodeSet, error) {
 	ns := &nodeSet{}
 	for i, url := range urls {
 		options, err := redis.ParseURL(url)
-		if err != nil {
+		if err != nil { // parseNodeList checked it: not reached
 			ns.close()
-			message := strings.ReplaceAll(err.Error(), url, "<url>")
-			return nil, fmt.Errorf("node %d: %s (want redis://[user:password@]host:port[/db] or rediss://...)", i, message)
+			return nil, fmt.Errorf("node %d: %s", i, strings.ReplaceAll(err.Error(), url, maskPassword(url)))
 		}
 		// As redlock.Dial does: every call is cut at the node timeout.
 		options.ContextTimeoutEnabled = true
@@ -198,4 +233,10 @@ func describeNodes(failed []*redlock.NodeError) string {
 // oneLine keeps an error to one line: joined errors are newline-separated.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+}
+
+// plain is oneLine without the library's own "redlock: " in front: the
+// command's prefix ("redlock run: ") already says where it comes from.
+func plain(err error) string {
+	return strings.TrimPrefix(oneLine(err), "redlock: ")
 }

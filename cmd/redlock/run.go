@@ -29,7 +29,9 @@ If the lock is lost while CMD runs (no quorum of nodes renewed it in time,
 so another holder may get it), CMD gets SIGTERM, then SIGKILL after -grace,
 and redlock exits 123 whatever CMD's status: CMD must stop acting on what
 the lock protects when it gets SIGTERM. Signals go to CMD's process only: a
-script should exec its last command or pass them on to its children.
+script should exec its last command or pass them on to its children. A
+loss that only the release finds (the lock was taken with redlock unlock
+-force, and CMD exited before the next renewal could tell) exits 123 too.
 
 CMD's environment also has REDLOCK_NAME (the lock name), REDLOCK_OWNER (the
 owner id: a Go program re-enters the lock with redlock.WithOwner) and, with
@@ -41,8 +43,11 @@ lock without noticing).
 Exit statuses:
   CMD's     CMD exited by itself (128+N when it died of signal N)
   2         bad usage (nothing was run)
-  123       the lock was lost while CMD ran
-  124       the lock was not acquired within -wait
+  123       the lock was lost while CMD ran (or found lost at the release)
+  124       the lock was not acquired within -wait: another owner held it,
+            or too few nodes voted yet (nodes started less than the restart
+            guard ago vote once it has passed; brand-new ones at once
+            after redlock init)
   125       redlock's own failure: fewer than a quorum of nodes reachable, ...
   126, 127  CMD could not be started, CMD was not found
   128+N     redlock got signal N while waiting for the lock
@@ -117,7 +122,7 @@ func parseRunFlags(command string, args []string, stderr io.Writer) (runConfig, 
 		fmt.Fprint(flags.Output(), usage)
 		flags.PrintDefaults()
 	}
-	flags.StringVar(&nodes, "nodes", "", "comma-separated redis:// or rediss:// URLs, one per node (default $"+nodesEnv+")")
+	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
 	flags.StringVar(&cfg.name, "name", "", "lock name (required)")
 	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix; keys are PREFIX{NAME}, PREFIX{NAME}:fence, ...")
 	flags.DurationVar(&cfg.ttl, "ttl", redlock.DefaultTTL, "lease TTL: how long others wait if redlock dies without releasing")
@@ -204,7 +209,7 @@ func runCommand(command string, args []string, stderr io.Writer) int {
 	// still out to a paused node, so that node does not delay the exit.
 	client, err := redlock.Dial(cfg.urls, opts...)
 	if err != nil {
-		return fail(exitUsage, "%s", oneLine(err))
+		return fail(exitUsage, "%s", plain(err))
 	}
 	// Close releases what is still held and stops the background work.
 	defer func() { _ = client.Close() }()

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -96,30 +97,43 @@ func acquire(cfg runConfig, client *redlock.Client, sigs <-chan os.Signal, stder
 		return nil, exitSignalBase + signalNumber(sig)
 	}
 	locking.Wait()
-	err := r.err
+	if r.err != nil {
+		return nil, notAcquired(cfg, r.err, errors.Is(context.Cause(ctx), errWaitOver), stderr)
+	}
+	return r.lease, exitOK
+}
+
+// notAcquired says why Lock failed with err (waitOver: its -wait ran
+// out) and returns the exit status.
+func notAcquired(cfg runConfig, err error, waitOver bool, stderr io.Writer) int {
 	switch {
-	case err == nil:
-		return r.lease, exitOK
 	case errors.Is(err, redlock.ErrConfig):
-		cfg.printf(stderr, "%s (see redlock %s -h)\n", oneLine(err), cfg.command)
-		return nil, exitUsage
+		cfg.printf(stderr, "%s (see redlock %s -h)\n", plain(err), cfg.command)
+		return exitUsage
 	case errors.Is(err, redlock.ErrKeyConflict):
 		// Waiting cannot fix it: Lock returned at once.
-		cfg.printf(stderr, "lock %q: %s\n", cfg.name, oneLine(err))
-		return nil, exitError
+		cfg.printf(stderr, "lock %q: %s\n", cfg.name, plain(err))
+		return exitError
+	case errors.Is(err, redlock.ErrNoQuorum) && errors.Is(err, redlock.ErrQuarantined):
+		// No quorum because nodes answer but do not vote yet (the restart
+		// guard, the clock check), not because they are out of reach:
+		// waiting longer would do, so it is "not acquired".
+		cfg.printf(stderr, "lock %q not acquired%s: too few nodes vote yet: %s\n",
+			cfg.name, within(cfg.wait), describeNodes(nodeErrors(err)))
+		return exitNotAcquired
 	case errors.Is(err, redlock.ErrNoQuorum):
 		cfg.printf(stderr, "no quorum for lock %q: %s\n", cfg.name, describeNodes(nodeErrors(err)))
-		return nil, exitError
-	case errors.Is(context.Cause(ctx), errWaitOver) && errors.Is(err, redlock.ErrNotAcquired) && cfg.permits > 0:
+		return exitError
+	case waitOver && errors.Is(err, redlock.ErrNotAcquired) && cfg.permits > 0:
 		cfg.printf(stderr, "no permit of semaphore %q within %v: all %d are held\n", cfg.name, cfg.wait, cfg.permits)
-		return nil, exitNotAcquired
-	case errors.Is(context.Cause(ctx), errWaitOver) && errors.Is(err, redlock.ErrNotAcquired):
+		return exitNotAcquired
+	case waitOver && errors.Is(err, redlock.ErrNotAcquired):
 		cfg.printf(stderr, "lock %q not acquired within %v: another owner holds it (see redlock inspect %s)\n",
 			cfg.name, cfg.wait, cfg.name)
-		return nil, exitNotAcquired
+		return exitNotAcquired
 	}
-	cfg.printf(stderr, "lock %q: %s\n", cfg.name, oneLine(err))
-	return nil, exitError
+	cfg.printf(stderr, "lock %q: %s\n", cfg.name, plain(err))
+	return exitError
 }
 
 // supervise runs CMD while the lease is held and returns redlock's exit
@@ -151,19 +165,18 @@ func supervise(cfg runConfig, lease *redlock.Lease, sigs <-chan os.Signal, stder
 			if !lost && lease.Err() != nil {
 				// Lost as CMD exited: it may have acted unprotected.
 				lost = true
-				cfg.printf(stderr, "lock %q lost as %s exited: %s\n", cfg.name, cfg.argv[0], oneLine(lease.Err()))
+				cfg.printf(stderr, "lock %q lost as %s exited: %s\n", cfg.name, cfg.argv[0], plain(context.Cause(lease.Context())))
 			}
-			release(cfg, lease, stderr)
-			if lost {
-				return exitLost
+			if !release(cfg, lease, stderr) && !lost {
+				return exitStatus(cmd.ProcessState)
 			}
-			return exitStatus(cmd.ProcessState)
+			return exitLost
 		case sig := <-sigs:
 			_ = cmd.Process.Signal(sig)
 		case <-leaseDone:
 			leaseDone, lost = nil, true
 			cfg.printf(stderr, "lock %q lost while %s ran (%s): sent it SIGTERM, SIGKILL in %v\n",
-				cfg.name, cfg.argv[0], oneLine(context.Cause(lease.Context())), cfg.grace)
+				cfg.name, cfg.argv[0], plain(context.Cause(lease.Context())), cfg.grace)
 			_ = cmd.Process.Signal(syscall.SIGTERM)
 			timer := time.NewTimer(cfg.grace)
 			defer timer.Stop()
@@ -176,14 +189,26 @@ func supervise(cfg runConfig, lease *redlock.Lease, sigs <-chan os.Signal, stder
 }
 
 // release gives the lock back. After a loss the holds left on reachable
-// nodes still go, so the next holder need not wait for their TTL.
-func release(cfg runConfig, lease *redlock.Lease, stderr io.Writer) {
+// nodes still go, so the next holder need not wait for their TTL. It
+// reports whether the release found the lease lost unnoticed: its holds
+// were gone from a quorum (unlock -force, or nodes that lost them) before
+// the watchdog's next renewal could tell, so CMD may have run without it.
+func release(cfg runConfig, lease *redlock.Lease, stderr io.Writer) (lost bool) {
 	held := lease.Err() == nil
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
-	if err := lease.Unlock(ctx); err != nil && held {
-		cfg.printf(stderr, "release: %s; the lock expires at its TTL\n", oneLine(err))
+	err := lease.Unlock(ctx)
+	switch {
+	case err == nil || !held:
+	case errors.Is(err, redlock.ErrNotHeld):
+		// Nothing is left to expire: the holds were already gone.
+		cfg.printf(stderr, "lock %q lost while %s ran, found at the release (%s; taken by unlock -force, or the nodes lost it): %s may have acted without it\n",
+			cfg.name, cfg.argv[0], plain(err), cfg.argv[0])
+		return true
+	default:
+		cfg.printf(stderr, "release of lock %q: %s; holds left on the nodes that missed it expire at the TTL\n", cfg.name, plain(err))
 	}
+	return false
 }
 
 // childEnv is redlock's environment plus what CMD needs to use the lock.
@@ -220,4 +245,13 @@ func signalNumber(sig os.Signal) int {
 		return int(s)
 	}
 	return 0
+}
+
+// within says how long a Lock waited: " within 10s", or nothing when it
+// had no deadline (-wait 0).
+func within(wait time.Duration) string {
+	if wait <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" within %v", wait)
 }

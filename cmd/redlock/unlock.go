@@ -19,9 +19,10 @@ that answers, the fence is raised above every counter seen (a token
 granted from now on is greater than the old holder's), and the first
 waiter, if any, gets the lock. The old holder is not told: its lease ends
 at its first renewal after this (the watchdog renews every third of the
-TTL), and
-until then it may still act under it, so only fencing tokens protect the
-resource meanwhile. -force is required: it says you mean it.
+TTL), or at its release if that comes first (a redlock run exits 123
+either way), and until then it may still act under it, so only fencing
+tokens protect the resource meanwhile. -force is required: it says you
+mean it.
 
 Exit statuses:
   0    done on every node
@@ -46,7 +47,7 @@ func unlock(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(flags.Output(), unlockUsage)
 		flags.PrintDefaults()
 	}
-	flags.StringVar(&nodes, "nodes", "", "comma-separated redis:// or rediss:// URLs, one per node (default $"+nodesEnv+")")
+	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
 	flags.StringVar(&prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix the lock was taken with")
 	flags.BoolVar(&force, "force", false, "take the lock from its holder (required)")
 	flags.DurationVar(&timeout, "timeout", time.Second, "how long each node may take to answer")
@@ -82,17 +83,48 @@ func unlock(args []string, stdout, stderr io.Writer) int {
 	ctx := context.Background()
 	before, inspectErr := client.Inspect(ctx, name)
 	if err := client.ForceUnlock(ctx, name); err != nil {
-		fmt.Fprintf(stderr, "redlock unlock: %s\n", oneLine(err))
+		fmt.Fprintf(stderr, "redlock unlock: %s\n", plain(err))
 		return exitError
 	}
+	fmt.Fprintln(stdout, forcedReport(ctx, client, before, inspectErr))
+	return exitOK
+}
+
+// forcedReport says what ForceUnlock, done on every node, took: in the
+// holder's terms (its lease is lost with "its holds were removed on K of
+// N nodes"), and the fence only when the lock was fenced.
+func forcedReport(ctx context.Context, client *redlock.Client, before redlock.LockInfo, inspectErr error) string {
+	name := before.Name
 	switch {
 	case inspectErr != nil:
-		fmt.Fprintf(stdout, "lock %q forced open on every node\n", name)
-	case before.Held:
-		fmt.Fprintf(stdout, "lock %q forced open on every node: owner fingerprint %s lost %d holds; fence raised above %d\n",
-			name, before.Owner, before.Holds, before.Fence)
-	default:
-		fmt.Fprintf(stdout, "lock %q was not held by any owner on a quorum; every hold left was removed\n", name)
+		return fmt.Sprintf("lock %q forced open on all %d nodes", name, len(before.Nodes))
+	case !before.Held:
+		return fmt.Sprintf("lock %q was not held by any owner on a quorum; every hold left was removed", name)
 	}
-	return exitOK
+	on := 0
+	for _, n := range before.Nodes {
+		if n.Err == nil && n.Owner == before.Owner && (n.Holds > 0 || n.Handed) {
+			on++
+		}
+	}
+	report := fmt.Sprintf("lock %q forced open: owner fingerprint %s lost %s; its holds were removed on %d of %d nodes",
+		name, before.Owner, plural(before.Holds, "hold"), on, len(before.Nodes))
+	// An unfenced lock's counter is 0: no token was given out, none to
+	// refuse, so there is nothing to say about it.
+	if before.Fence == 0 {
+		return report
+	}
+	if after, err := client.Inspect(ctx, name); err == nil {
+		report += fmt.Sprintf("; fence raised from %d to %d: tokens granted from now on are greater than the old holder's",
+			before.Fence, after.Fence)
+	}
+	return report
+}
+
+// plural is "1 hold", "2 holds".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

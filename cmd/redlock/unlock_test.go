@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,8 +26,10 @@ func TestUnlock_forceTakesTheLockFromARunningHolder(t *testing.T) {
 	refused.expect(t, exitUsage, "only -force unlocks")
 	forced := runCLI(t, env, "unlock", "-force", "stuck")
 	forced.expect(t, exitOK)
-	if !strings.Contains(forced.stdout.String(), `lock "stuck" forced open on every node: owner fingerprint`) {
-		t.Errorf("unlock -force said %q", forced.stdout.String())
+	// The lock was not fenced: nothing is said of a fence.
+	if out := forced.stdout.String(); !strings.Contains(out, `lock "stuck" forced open: owner fingerprint`) ||
+		!strings.Contains(out, "lost 1 hold; its holds were removed on 3 of 3 nodes") || strings.Contains(out, "fence") {
+		t.Errorf("unlock -force said %q", out)
 	}
 	next := runCLI(t, env, "run", "-name", "stuck", "-wait", "2s", "--", "true")
 	next.expect(t, exitOK)
@@ -38,7 +41,45 @@ func TestUnlock_forceTakesTheLockFromARunningHolder(t *testing.T) {
 	case <-time.After(5 * time.Second): // a renewal (every TTL/3) plus -grace
 		t.Fatal("the forced holder's run did not end within 5 s")
 	}
-	holder.expect(t, exitLost, "ForceUnlock")
+	// The holder names as many nodes as the forcer did.
+	holder.expect(t, exitLost, "its holds were removed on 3 of 3 nodes (ForceUnlock)")
+}
+
+// TestUnlock_forcedHolderWhoseCommandEndsFirst: a fenced holder forced
+// open whose command exits before its next renewal learns of the loss at
+// the release: it says so in one line (no "release: redlock: ...", no
+// TTL to wait for: nothing is left) and exits 123. The forcer says how
+// the fence moved. A normal run prints nothing.
+func TestUnlock_forcedHolderWhoseCommandEndsFirst(t *testing.T) {
+	t.Parallel()
+	env := nodesEnvFor(redistest.Start(t, 3).URLs())
+	dir := t.TempDir()
+	started, forcedFile := filepath.Join(dir, "started"), filepath.Join(dir, "forced")
+	holder := startCLI(t, env, "run", "-name", "brief", "-fencing", "-ttl", "30s", "--", "sh", "-c",
+		`echo started > "$0"; while [ ! -e "$1" ]; do sleep 0.01; done`, started, forcedFile)
+	waitForFile(t, started, 10*time.Second)
+
+	forced := runCLI(t, env, "unlock", "-force", "brief")
+	forced.expect(t, exitOK)
+	if out := forced.stdout.String(); !strings.Contains(out, "its holds were removed on 3 of 3 nodes; fence raised from ") {
+		t.Errorf("unlock -force said %q", out)
+	}
+	if err := os.WriteFile(forcedFile, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	holder.wait()
+	holder.expect(t, exitLost, `redlock run: lock "brief" lost while sh ran, found at the release (lock not held: hold found on 0 of 3 nodes;`)
+	for _, wrong := range []string{"release:", "redlock: lock", "TTL"} {
+		if strings.Contains(holder.stderr.String(), wrong) {
+			t.Errorf("holder's stderr has %q: %s", wrong, holder.stderr.String())
+		}
+	}
+
+	normal := runCLI(t, env, "run", "-name", "brief", "--", "true")
+	normal.expect(t, exitOK)
+	if normal.stderr.Len() > 0 {
+		t.Errorf("a normal run printed %q", normal.stderr.String())
+	}
 }
 
 // TestUnlock_majorityDown: with 2 of 3 nodes down, unlock -force says it

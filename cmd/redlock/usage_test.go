@@ -23,7 +23,12 @@ func TestUsage(t *testing.T) {
 		{env, []string{"run", "--", "true"}, "redlock run: -name is required"},
 		{env, []string{"run", "-name", "x", "-ttl", "-1s", "--", "true"}, "redlock run: -ttl must be positive"},
 		{[]string{nodesEnv + "="}, []string{"run", "-name", "x", "--", "true"}, "redlock run: no nodes"},
-		{env, []string{"run", "-nodes", "http://h:1", "-name", "x", "--", "true"}, "redlock run: node 0: redis: invalid URL scheme"},
+		{env, []string{"run", "-nodes", "http://h:1", "-name", "x", "--", "true"}, `redlock run: node 0 "http://h:1": redis: invalid URL scheme`},
+		{env, []string{"unlock", "-force", "-nodes", "redis://u:secret@h:x", "x"}, `redlock unlock: node 0 "redis://u:xxxxx@h:x": invalid port`},
+		{env, []string{"init", "127.0.0.1:1", "-nodes", "127.0.0.1:2"}, "redlock init: give the nodes either as arguments or with -nodes"},
+		{env, []string{"init", "h:1", "h:x"}, `redlock init: node 1 "redis://h:x": invalid port`},
+		{[]string{nodesEnv + "="}, []string{"init"}, "redlock init: no nodes"},
+		{env, []string{"demo", "-nodes", "abc"}, `redlock demo: -nodes wants a count or node URLs (redis://host:port or host:port), got "abc"`},
 		{env, []string{"run", "-name", "x", "-permits", "-1", "--", "true"}, "redlock run: -permits must not be negative"},
 		{env, []string{"run", "-name", "x", "-permits", "2", "-fencing", "--", "true"}, "redlock run: -fair and -fencing do not apply"},
 		{env, []string{"elect", "-name", "x"}, "redlock elect: no command"},
@@ -37,11 +42,14 @@ func TestUsage(t *testing.T) {
 	} {
 		c := runCLI(t, tc.env, tc.args...)
 		c.expect(t, exitUsage, tc.want)
+		if strings.Contains(c.stderr.String(), "secret") {
+			t.Errorf("%v: stderr shows the password: %s", c.cmd.Args[1:], c.stderr.String())
+		}
 		if c.stdout.Len() > 0 {
 			t.Errorf("%v: wrote to stdout: %s", c.cmd.Args[1:], c.stdout.String())
 		}
 	}
-	for _, command := range []string{"run", "elect", "inspect", "demo"} {
+	for _, command := range []string{"run", "elect", "inspect", "init", "demo"} {
 		c := runCLI(t, env, command, "-h")
 		c.expect(t, exitOK, "usage: redlock "+command, "Example:", "-nodes")
 		if command != "demo" && !strings.Contains(c.stderr.String(), "125") {

@@ -4,9 +4,13 @@
 // (redlock.Multi over one Mutex per datacenter). A datacenter that loses
 // its majority loses the lease, and the work must stop.
 //
-//	go run ./crossdc                       # starts 3+3 local nodes
+//	go run ./crossdc                       # starts 3+3 local nodes, declared new
 //	go run ./crossdc -east redis://a1:6379,redis://a2:6379,redis://a3:6379 \
 //	                 -west redis://b1:6379,redis://b2:6379,redis://b3:6379
+//
+// Nodes of your own that were started less than the restart guard (here
+// the TTL, 10 s) ago vote once it has passed, or at once after
+// `redlock init URL...` if they are brand new.
 package main
 
 import (

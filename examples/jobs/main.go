@@ -3,8 +3,12 @@
 // it (redlock.WithFair), so no worker starves, and each claim carries a
 // fencing token that the job store checks.
 //
-//	go run ./jobs                     # starts 5 local nodes
+//	go run ./jobs                     # starts 5 local nodes, declared new
 //	go run ./jobs -nodes redis://n1:6379,redis://n2:6379,redis://n3:6379
+//
+// Nodes of your own that were started less than the restart guard (here
+// the TTL, 30 s) ago vote once it has passed, or at once after
+// `redlock init URL...` if they are brand new.
 package main
 
 import (

@@ -43,6 +43,11 @@ type Config struct {
 	// Env holds extra "KEY=value" environment variables appended to the
 	// current environment (e.g. LD_PRELOAD and FAKETIME for libfaketime).
 	Env []string
+	// Undeclared leaves the new server as a user's brand-new redis-server
+	// is: not declared new (see markNew), so that its first votes wait
+	// for the restart guard unless the caller declares it, as `redlock
+	// init` does.
+	Undeclared bool
 }
 
 // Server is a running (or stopped) redis-server process started by Start.
@@ -111,7 +116,9 @@ func Start(cfg Config) (*Server, error) {
 		proc, err := server.launch()
 		if err == nil {
 			server.proc = proc
-			server.markNew()
+			if !cfg.Undeclared {
+				server.markNew()
+			}
 			return server, nil
 		}
 		if cfg.Port != 0 || !errors.Is(err, errAddressInUse) || attempt == attempts {

@@ -209,3 +209,18 @@ func TestBinaryAndEnv(t *testing.T) {
 		t.Fatalf("Stop: %v", err)
 	}
 }
+
+// TestUndeclared: Start declares a new server new (it has the marker),
+// unless asked to leave it as a user's brand-new redis-server is.
+func TestUndeclared(t *testing.T) {
+	for _, undeclared := range []bool{false, true} {
+		server := startServer(t, redisproc.Config{Undeclared: undeclared})
+		want := ":1"
+		if undeclared {
+			want = ":0"
+		}
+		if reply, err := command(t, server.Addr(), "EXISTS redlock:node"); err != nil || reply != want {
+			t.Errorf("Undeclared %v: EXISTS redlock:node = %q, %v; want %s", undeclared, reply, err, want)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+const initUsage = `usage: redlock init [-nodes URLs] [-prefix redlock:] [-timeout 5s] [URL...]
+
+Declares brand-new nodes new, so that they vote at once. A node whose
+process started less than the restart guard ago (by default the longest
+TTL, 30 s) does not vote until the guard has passed since its start: it
+may have restarted and forgotten leases it granted. A node that never
+held a lock has nothing to forget, and init tells it so (node.Declare),
+for its current process: a restart undoes it. Nodes up longer than the
+guard vote without it.
+
+init refuses a node that is not new, and says why: one that holds keys
+under -prefix (it names up to 10), one that loaded keys from disk at its
+start, one whose marker records a loss of data. Such a node votes once the
+guard has passed since its start; its marker is left as it was. The other
+nodes are declared all the same: each node's vote is judged on its own.
+Running init again is harmless: a node declared before and used since is
+refused (it holds lock keys) and keeps its declaration.
+
+Nodes are the URLs given as arguments, or -nodes, or $REDLOCK_NODES. A
+node that refuses connections (still starting) is tried again until
+-timeout.
+
+Exit statuses:
+  0    every node was declared new
+  2    bad usage (nothing was declared)
+  125  some node was refused or did not answer (the others were declared)
+
+Example:
+  redlock init redis://10.0.0.1:6379 redis://10.0.0.2:6379 redis://10.0.0.3:6379
+
+Flags:
+`
+
+// initConfig holds init's flags.
+type initConfig struct {
+	urls    []string
+	prefix  string
+	timeout time.Duration
+}
+
+func parseInitFlags(args []string, stderr io.Writer) (initConfig, int, bool) {
+	var cfg initConfig
+	var nodes string
+	flags := flag.NewFlagSet("redlock init", flag.ContinueOnError)
+	flags.SetOutput(stderr)
+	flags.Usage = func() {
+		fmt.Fprint(flags.Output(), initUsage)
+		flags.PrintDefaults()
+	}
+	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
+	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix of the locks the nodes will hold (the marker is PREFIXnode)")
+	flags.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "how long each node may take: to accept connections (one still starting) and to answer (it scans the keys under -prefix)")
+	// Flags may also follow the URLs: "redlock init URL... -prefix x:".
+	var given []string
+	for {
+		if err := flags.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return cfg, exitOK, false
+			}
+			return cfg, exitUsage, false
+		}
+		if flags.NArg() == 0 {
+			break
+		}
+		given, args = append(given, flags.Arg(0)), flags.Args()[1:]
+	}
+	bad := func(format string, args ...any) (initConfig, int, bool) {
+		fmt.Fprintf(stderr, "redlock init: "+format+" (see redlock init -h)\n", args...)
+		return cfg, exitUsage, false
+	}
+	var err error
+	switch {
+	case len(given) > 0 && nodes != "":
+		return bad("give the nodes either as arguments or with -nodes, not both")
+	case len(given) > 0:
+		cfg.urls, err = parseNodeList(given, "arguments")
+	default:
+		cfg.urls, err = nodeURLs(nodes)
+	}
+	switch {
+	case err != nil:
+		return bad("%v", err)
+	case cfg.prefix == "":
+		return bad("-prefix must not be empty")
+	case cfg.timeout <= 0:
+		return bad("-timeout must be positive, got %v", cfg.timeout)
+	}
+	return cfg, exitOK, true
+}
+
+// initNodes is the init subcommand: one line per node, declared ones on
+// stdout, the others on stderr.
+func initNodes(args []string, stdout, stderr io.Writer) int {
+	cfg, code, ok := parseInitFlags(args, stderr)
+	if !ok {
+		return code
+	}
+	ns, err := dialNodes(cfg.urls, cfg.timeout)
+	if err != nil {
+		fmt.Fprintf(stderr, "redlock init: %v\n", err)
+		return exitUsage
+	}
+	defer ns.close()
+	errs := ns.declare(context.Background(), cfg.prefix, cfg.timeout)
+	failed := 0
+	for i, err := range errs {
+		if err == nil {
+			fmt.Fprintf(stdout, "node %d (%s): declared new: it votes at once (until it restarts)\n", i, ns.addrs[i])
+			continue
+		}
+		failed++
+		fmt.Fprintf(stderr, "redlock init: node %d (%s): %s\n", i, ns.addrs[i], refusal(err))
+	}
+	if failed > 0 {
+		fmt.Fprintf(stderr, "redlock init: declared %d of %d nodes\n", len(errs)-failed, len(errs))
+		return exitError
+	}
+	return exitOK
+}
+
+// declare declares every node new at once (node.Declare, each within
+// timeout) and returns each node's error, in node order. redlock init and
+// the demo's own nodes both come this way.
+func (ns *nodeSet) declare(ctx context.Context, prefix string, timeout time.Duration) []error {
+	errs := make([]error, len(ns.clients))
+	var wg sync.WaitGroup
+	for i, client := range ns.clients {
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			errs[i] = declareOne(ctx, client, prefix)
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
+// declareOne declares one node, trying again while it refuses connections
+// and ctx lasts: init often runs as nodes start (a compose service, an
+// init container), before they listen.
+func declareOne(ctx context.Context, client *redis.Client, prefix string) error {
+	for {
+		err := node.Declare(ctx, client, prefix)
+		if !errors.Is(err, syscall.ECONNREFUSED) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// refusal says why a node was not declared, and what happens to it.
+func refusal(err error) string {
+	var notNew *node.NotNew
+	switch {
+	case errors.As(err, &notNew) && len(notNew.Keys) > 0:
+		// Lock keys mean the node has served locks: it is not new, and
+		// it votes as any node does once up for the restart guard.
+		return "refused: " + notNew.Error() + "; it votes once it has been up for the restart guard"
+	case errors.As(err, &notNew):
+		return "refused: " + notNew.Error()
+	}
+	return "not declared: " + oneLine(err)
+}

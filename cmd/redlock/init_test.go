@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/redisproc"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/redis/go-redis/v9"
+)
+
+// marker is the restart guard's marker with the default prefix.
+const marker = redlock.DefaultKeyPrefix + "node"
+
+// freshNodes starts n redis-server nodes and undoes the harness's
+// declaration (it declares the nodes it starts): they are then as a
+// user's brand-new nodes are, started a moment ago and declared by nobody.
+func freshNodes(t *testing.T, n int) *redistest.Cluster {
+	t.Helper()
+	cluster := redistest.Start(t, n)
+	for i := range n {
+		if err := cluster.Admin(t, i).Del(context.Background(), marker).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cluster
+}
+
+// TestInit_freshNodesVoteAtOnce: brand-new nodes do not vote for the
+// restart guard after their start (redlock run says so and exits 124);
+// after redlock init (twice: harmless) the first Lock is granted at once.
+func TestInit_freshNodesVoteAtOnce(t *testing.T) {
+	t.Parallel()
+	cluster := freshNodes(t, 3)
+	env := nodesEnvFor(cluster.URLs())
+	// Not yet: "not acquired" (124), saying why and what to do.
+	before := runCLI(t, env, "run", "-name", "fresh", "-wait", "300ms", "--", "true")
+	before.expect(t, exitNotAcquired, `lock "fresh" not acquired within 300ms: too few nodes vote yet: node 0 (`,
+		"quarantined", "redlock init")
+	for range 2 {
+		c := runCLI(t, env, "init")
+		c.expect(t, exitOK)
+		if got := strings.Count(c.stdout.String(), "declared new"); got != 3 {
+			t.Errorf("init declared %d nodes, want 3: %s", got, c.stdout.String())
+		}
+	}
+
+	client, err := redlock.New(cluster.Clients(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	lease, err := client.Mutex("fresh").Lock(ctx)
+	if err != nil {
+		t.Fatalf("Lock after init: %v", err)
+	}
+	if took := time.Since(start); took > 300*time.Millisecond {
+		t.Errorf("Lock after init took %v: the nodes did not vote at once", took)
+	}
+	if err := lease.Unlock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInit_refusesANodeHoldingLockKeys: init declares the new nodes and
+// refuses the one that holds a lock, naming its keys and leaving its
+// marker as it was, and reports a node that does not answer; exit 125.
+func TestInit_refusesANodeHoldingLockKeys(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.Start(t, 3)
+	ctx := context.Background()
+	// A lock held on node 2 alone (a one-node Client), fenced: its key
+	// and its fence counter are there.
+	one, err := redlock.New([]redis.UniversalClient{cluster.Clients(t)[2]}, redlock.WithFencing())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer one.Close()
+	if _, err := one.Mutex("held").Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := cluster.Admin(t, i).Del(ctx, marker).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	kept, err := cluster.Admin(t, 2).Get(ctx, marker).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	c := runCLI(t, nodesEnvFor(append(cluster.URLs(), closedPort(t))), "init", "-timeout", "300ms")
+	c.expect(t, exitError,
+		"node 2 ("+cluster.Addrs()[2]+"): refused: not a new node: it holds lock keys (",
+		"redlock:{held}", "redlock:{held}:fence", "node 3 (", "connection refused", "declared 2 of 4 nodes")
+	for i := range 2 {
+		if !strings.Contains(c.stdout.String(), fmt.Sprintf("node %d (%s): declared new", i, cluster.Addrs()[i])) {
+			t.Errorf("node %d not declared: %s", i, c.stdout.String())
+		}
+		if value, err := cluster.Admin(t, i).Get(ctx, marker).Result(); err != nil || !strings.HasPrefix(value, "0 ") {
+			t.Errorf("node %d marker %q, %v; want declared", i, value, err)
+		}
+	}
+	if value, err := cluster.Admin(t, 2).Get(ctx, marker).Result(); err != nil || value != kept {
+		t.Errorf("refused node's marker %q, %v; want it unchanged, %q", value, err, kept)
+	}
+}
+
+// TestInit_nodeStillStarting: a node that refuses connections when init
+// starts (a compose service or an init container runs as the nodes start)
+// is tried again within -timeout and declared once it listens.
+func TestInit_nodeStillStarting(t *testing.T) {
+	t.Parallel()
+	redistest.RequireRedis(t)
+	url := closedPort(t)
+	port, err := strconv.Atoi(url[strings.LastIndex(url, ":")+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startCLI(t, nil, "init", "-timeout", "10s", url)
+	time.Sleep(300 * time.Millisecond)
+	server, err := redisproc.Start(redisproc.Config{Dir: t.TempDir(), Port: port, Undeclared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = server.Kill() }()
+	c.wait()
+	c.expect(t, exitOK)
+	if !strings.Contains(c.stdout.String(), "node 0 ("+server.Addr()+"): declared new") {
+		t.Errorf("init said %q", c.stdout.String())
+	}
+}
