@@ -175,8 +175,8 @@ func refusal(err error) string {
 	switch {
 	case errors.As(err, &notNew) && len(notNew.Keys) > 0:
 		// Lock keys mean the node has served locks: it is not new, and
-		// it votes as any node does once up for the restart guard.
-		return "refused: " + notNew.Error() + "; it votes once it has been up for the restart guard"
+		// votes as the restart guard judges it (see redlock inspect).
+		return "refused: " + notNew.Error() + "; it votes as the restart guard judges it (redlock inspect shows how)"
 	case errors.As(err, &notNew):
 		return "refused: " + notNew.Error()
 	}
