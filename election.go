@@ -29,8 +29,9 @@ type Leader struct {
 // term is the lock's fencing token, strictly greater than every earlier
 // leader's. The leader is renewed, lost and released as a lease is; what
 // it campaigned with is published on the nodes (key "{<name>}:leader")
-// for Leader and Observe. Client.Inspect and Client.ForceUnlock work on
-// the election's name as on a lock's.
+// for Leader and Observe, kept there a TTL past each publication: it
+// expires a TTL after its leader stopped leading. Client.Inspect and
+// Client.ForceUnlock work on the election's name as on a lock's.
 type Election struct {
 	client *Client
 	name   string
@@ -97,9 +98,9 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 }
 
 // keepPublished publishes the record again every third of the TTL until
-// the leadership ends (or the Client closes), so that a node that lost it
-// (restarted empty) has it back, as the lease's renewals put the lock
-// back there: Leader goes on naming the leader.
+// the leadership ends (or the Client closes): that keeps it from expiring,
+// and a node that lost it (restarted empty) has it back, as the lease's
+// renewals put the lock back there: Leader goes on naming the leader.
 func (e *Election) keepPublished(lease *lease, record node.Record) {
 	c := e.client
 	ticker := time.NewTicker(e.mutex.settings.ttl / 3)
@@ -114,7 +115,7 @@ func (e *Election) keepPublished(lease *lease, record node.Record) {
 		}
 		errs := make([]error, len(c.nodes))
 		e.mutex.eachNode(lease.ctx, errs, func(ctx context.Context, _ int, n *node.Node) error {
-			_, err := n.Publish(ctx, e.record, record)
+			_, err := n.Publish(ctx, e.record, record, e.mutex.settings.ttl)
 			return err
 		})
 	}
@@ -127,7 +128,7 @@ func (e *Election) publish(ctx context.Context, lease *lease, record node.Record
 	stored := make([]uint64, len(c.nodes))
 	errs := make([]error, len(c.nodes))
 	e.mutex.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
-		stored[i], err = n.Publish(ctx, e.record, record)
+		stored[i], err = n.Publish(ctx, e.record, record, e.mutex.settings.ttl)
 		return err
 	})
 	published, later := 0, uint64(0)

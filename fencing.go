@@ -32,7 +32,9 @@ import (
 // TTL — the token still exceeds the previous one as long as the nodes'
 // wall clocks agree within half the TTL (each token is at most its
 // issuer's read time, as long as fewer than one grant per microsecond is
-// made, and a restart after the TTL comes at least a TTL after it).
+// made, and a restart after the TTL comes at least a TTL after it). So
+// the counters are never made to expire: that clock assumption would then
+// carry every reuse of a name after a quiet spell, not only restarts.
 func (l *lease) fence(ctx context.Context) error {
 	m, c := l.mutex, l.mutex.client
 	need := m.settings.quorumOf(len(c.nodes))

@@ -142,8 +142,9 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 
 // ForceUnlock is for operators: it removes every hold of the lock called
 // name (with the Client's key prefix), whoever holds it, on every node it
-// reaches, and raises the fence above every counter it saw, so that a
-// token granted from now on is greater than the old holder's. The old
+// reaches, and raises the fence above every counter it saw (when it saw
+// one: a lock never fenced keeps no counter), so that a token granted from
+// now on is greater than the old holder's. The old
 // holder is not told: its holds are recorded as released (for the
 // Client's longest TTL, at least the lock's remaining time), so that its
 // first renewal that starts after ForceUnlock is refused and its lease
@@ -187,7 +188,10 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 			}
 		}
 	}
-	if highest < node.MaxToken {
+	// No counter seen (never fenced): no token of this lock was confirmed by
+	// a quorum, and every token to come is above the nodes' clocks in µs
+	// anyway, so a counter of 1 would add nothing but a key kept forever.
+	if highest > 0 && highest < node.MaxToken {
 		m.eachNode(ctx, errs, func(ctx context.Context, _ int, n *node.Node) error {
 			_, err := n.RaiseFence(ctx, keys.Fence, highest+1)
 			return err

@@ -27,19 +27,30 @@ import (
 // three nodes, three holders can each be counted on a different two of
 // them. model/semaphore.pml checks both.)
 //
-// The count is stored on the nodes (key "{<name>}:permits", without
-// expiry) where it is missing, and checked against a quorum of them: by a
-// Semaphore value's first Acquire or TryAcquire, again at most once a TTL,
-// and once a third of the TTL while it has permits out (so that nodes that
+// The count is stored on the nodes (key "{<name>}:permits") where it is
+// missing, and checked against a quorum of them: by a Semaphore value's
+// first Acquire or TryAcquire, and every third of the TTL while the value
+// has an Acquire or TryAcquire running or a permit out (so that nodes that
 // lost their data get it back). A Semaphore with another count for the
-// same name gets ErrConfig, not a silently larger semaphore. The check
-// holds as long as a quorum keeps the count: when a node that had it
-// restarts empty and another never got it, a Semaphore with another count
-// can pass until the count is stored there again (model/semaphore.pml,
-// neg-permits-check-restart); a count lost on every node is stored afresh
-// by the next Semaphore. To change
-// the count, stop every process that uses the name and delete that key on
-// every node (or use another name).
+// same name gets ErrConfig, not a silently larger semaphore.
+//
+// The count lives only while it is used: each check keeps it on every
+// node that answered for at least a TTL from then, and it expires once no
+// Client checked it for a TTL. A permit relies on it, so a permit is
+// valid (Until, Context) no longer than a TTL after the start of the last
+// check a quorum confirmed, less the drift allowance: a permit whose
+// Semaphore could not confirm the count for that long is lost (ErrLost),
+// as a lease whose renewals fail is. So the count cannot expire on a
+// quorum while a permit granted under it is valid, and two counts never
+// have valid permits at once (model/semaphore.pml: semaphore-permits-check;
+// neg-permits-uncapped is the counterexample without that bound). That
+// holds across nodes that lose their data too, under the lock's own
+// assumption 1: permits.lua has the restart guard, so a node that lost the
+// count answers again only once every permit that read it there has ended
+// (semaphore-permits-check-restart; neg-permits-restart-at-once without
+// the guard). To change the count, stop every process that uses the name:
+// a TTL after the last permit ended the count is gone (or delete that key
+// on every node, or use another name).
 //
 // Permits are not reentrant: every Acquire takes a permit of its own, even
 // with a lease's Context or WithOwner. Fair mode and fencing tokens do not
@@ -57,10 +68,14 @@ type Semaphore struct {
 	count    node.Keys // where the count is stored, with the restart guard
 	err      error     // invalid configuration, reported by Acquire and TryAcquire
 
-	mu      sync.Mutex
-	checked time.Time // when a quorum last confirmed the count
-	out     int       // permits of this value not ended yet
-	keeping bool      // a keeper restores the count while permits are out
+	mu sync.Mutex
+	// confirmed is how long the count is known to stay on a quorum (the
+	// last check a quorum confirmed): no permit is valid past it.
+	confirmed time.Time
+	users     int                 // Acquire and TryAcquire calls running, plus permits out
+	out       map[*lease]struct{} // permits of this value not ended yet
+	keeping   bool                // a keeper checks the count while there are users
+	bound     *time.Timer         // fires at confirmed while permits are out
 }
 
 // Semaphore returns the semaphore called name with permits permits. It is
@@ -71,7 +86,7 @@ type Semaphore struct {
 func (c *Client) Semaphore(name string, permits int, opts ...Option) *Semaphore {
 	own := defaultSettings().with(opts) // what the caller asked of this semaphore
 	opts = append(slices.Clip(opts), func(s *settings) { s.fair, s.fencing = false, false })
-	s := &Semaphore{client: c, name: name, permits: permits, settings: c.defaults.with(opts)}
+	s := &Semaphore{client: c, name: name, permits: permits, settings: c.defaults.with(opts), out: make(map[*lease]struct{})}
 	switch {
 	case name == "":
 		s.err = fmt.Errorf("%w: empty semaphore name", ErrConfig)
@@ -104,7 +119,9 @@ func (s *Semaphore) Name() string { return s.name }
 // permit is left held. While every permit is held it waits on every slot
 // at once, as a Mutex's Lock waits (woken by release notices; a holder's
 // crash is noticed at its TTL): a waiting Acquire costs as many waiters'
-// calls as there are permits. While too few nodes answer it waits too.
+// calls as there are permits, and the value's keeper checks the count
+// meanwhile (one call per node every third of the TTL, for all its calls
+// and permits). While too few nodes answer it waits too.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	return s.acquire(ctx, true)
 }
@@ -129,6 +146,8 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 		return nil, ErrClosed
 	}
 	defer c.end()
+	s.enter()
+	defer s.leave()
 	if err := s.confirm(ctx, wait); err != nil {
 		return nil, err
 	}
@@ -140,7 +159,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 		i := (start + j) % s.permits
 		lease, err := s.slots[i].acquire(ctx, false)
 		if err == nil {
-			return s.lent(lease), nil
+			return s.lent(ctx, lease)
 		}
 		switch {
 		case ctx.Err() != nil:
@@ -161,28 +180,111 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 	return s.waitAny(ctx)
 }
 
-// lent puts a permit behind a Lease and counts it out until it ends.
-func (s *Semaphore) lent(l *lease) *Lease {
+// lent puts a permit behind a Lease and counts it out until it ends. When
+// the count's confirmation has less than half a TTL left (the keeper could
+// not reach a quorum while this call waited), it is checked again first;
+// a permit that would be valid no longer is given back.
+func (s *Semaphore) lent(ctx context.Context, l *lease) (*Lease, error) {
+	if time.Until(s.confirmedUntil()) < s.settings.ttl/2 {
+		err := s.check(ctx)
+		if err != nil && !time.Now().Before(s.confirmedUntil()) {
+			_ = l.Unlock(context.WithoutCancel(ctx))
+			if ctx.Err() != nil {
+				return nil, gaveUp(ctx, err)
+			}
+			return nil, fmt.Errorf("%w (the permit taken was given back)", err)
+		}
+	}
 	s.mu.Lock()
-	s.out++
-	start := !s.keeping
-	s.keeping = true
+	s.out[l] = struct{}{}
+	s.users++
+	if s.bound == nil {
+		s.bound = time.AfterFunc(time.Until(s.confirmed), s.unconfirmed)
+	}
 	s.mu.Unlock()
 	context.AfterFunc(l.ctx, func() {
 		s.mu.Lock()
-		s.out--
+		delete(s.out, l)
+		if len(s.out) == 0 && s.bound != nil {
+			s.bound.Stop()
+			s.bound = nil
+		}
 		s.mu.Unlock()
+		s.leave()
 	})
+	return &Lease{held: &permit{lease: l, sem: s}}, nil
+}
+
+// permit is a Semaphore's permit: its slot's lease, valid no longer than
+// the count it was granted under is known to stay on a quorum.
+type permit struct {
+	*lease
+	sem *Semaphore
+}
+
+func (p *permit) Until() time.Time {
+	until, confirmed := p.lease.Until(), p.sem.confirmedUntil()
+	if confirmed.Before(until) {
+		return confirmed
+	}
+	return until
+}
+
+func (s *Semaphore) confirmedUntil() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.confirmed
+}
+
+// unconfirmed runs at the end of the count's confirmation while permits
+// are out: unless a check moved it meanwhile, they are lost, as the count
+// may expire on the nodes from then on.
+func (s *Semaphore) unconfirmed() {
+	s.mu.Lock()
+	if len(s.out) == 0 {
+		s.bound = nil
+		s.mu.Unlock()
+		return
+	}
+	if left := time.Until(s.confirmed); left > 0 {
+		s.bound.Reset(left)
+		s.mu.Unlock()
+		return
+	}
+	lost := make([]*lease, 0, len(s.out))
+	for l := range s.out {
+		lost = append(lost, l)
+	}
+	s.mu.Unlock()
+	cause := fmt.Errorf("%w: the permit count of semaphore %q was not confirmed on a quorum for a TTL", ErrLost, s.name)
+	for _, l := range lost {
+		l.lose(cause)
+	}
+}
+
+// enter counts a user of the count (a call, or a permit out) and starts
+// the keeper if none runs.
+func (s *Semaphore) enter() {
+	s.mu.Lock()
+	s.users++
+	start := !s.keeping
+	s.keeping = true
+	s.mu.Unlock()
 	if start {
 		s.client.background.Go(s.keep)
 	}
-	return &Lease{held: l}
 }
 
-// keep stores the count again, where a node lost it, every third of the
-// TTL while this value has permits out; it ends when none is, or the
-// Client closes. Its permits' renewals put their slots back on such a
-// node: this puts the count back beside them.
+func (s *Semaphore) leave() {
+	s.mu.Lock()
+	s.users--
+	s.mu.Unlock()
+}
+
+// keep checks the count every third of the TTL while the value has users:
+// that keeps the count on the nodes (and stores it again where a node lost
+// it) and moves the permits' bound. It ends at the first tick without
+// users, or when the Client closes.
 func (s *Semaphore) keep() {
 	c := s.client
 	ticker := time.NewTicker(s.settings.ttl / 3)
@@ -194,7 +296,7 @@ func (s *Semaphore) keep() {
 			return
 		}
 		s.mu.Lock()
-		if s.out == 0 {
+		if s.users == 0 {
 			s.keeping = false
 			s.mu.Unlock()
 			return
@@ -253,7 +355,7 @@ func (s *Semaphore) waitAny(ctx context.Context) (*Lease, error) {
 	wg.Wait()
 	switch {
 	case won != nil:
-		return s.lent(won), nil
+		return s.lent(ctx, won)
 	case ctx.Err() != nil:
 		return nil, gaveUp(ctx, nil)
 	}
@@ -263,14 +365,11 @@ func (s *Semaphore) waitAny(ctx context.Context) (*Lease, error) {
 // errPermitTaken ends the other slots' waits once one was granted.
 var errPermitTaken = errors.New("redlock: a permit was granted")
 
-// confirm checks the count unless a quorum confirmed it less than a TTL
-// ago. With wait, too few nodes answering is waited out (with backoff)
-// until ctx ends, as Lock waits; an ended ctx gives Lock's error.
+// confirm checks the count unless its confirmation has more than half a
+// TTL left. With wait, too few nodes answering is waited out (with
+// backoff) until ctx ends, as Lock waits; an ended ctx gives Lock's error.
 func (s *Semaphore) confirm(ctx context.Context, wait bool) error {
-	s.mu.Lock()
-	fresh := !s.checked.IsZero() && time.Since(s.checked) < s.settings.ttl
-	s.mu.Unlock()
-	if fresh {
+	if time.Until(s.confirmedUntil()) > s.settings.ttl/2 {
 		return nil
 	}
 	pacer := s.slots[0].newPacer()
@@ -301,15 +400,18 @@ func (s *Semaphore) confirm(ctx context.Context, wait bool) error {
 	}
 }
 
-// check stores the count on the nodes where none is, and fails when a
-// node that answered has another one (or one that is not a count). A
-// quorum must answer.
+// check stores the count on the nodes where none is, keeps it there for a
+// TTL, and fails when a node that answered has another one (or one that is
+// not a count). A quorum must answer; then the count stays on a quorum
+// until a TTL after the check began (less the drift allowance), and the
+// permits may be valid until then.
 func (s *Semaphore) check(ctx context.Context) error {
 	c := s.client
+	start := time.Now()
 	stored := make([]int, len(c.nodes))
 	errs := make([]error, len(c.nodes))
 	s.slots[0].eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
-		stored[i], err = n.Permits(ctx, s.count, s.permits)
+		stored[i], err = n.Permits(ctx, s.count, s.permits, s.settings.ttl)
 		return err
 	})
 	var nodeErrs []error
@@ -324,7 +426,7 @@ func (s *Semaphore) check(ctx context.Context) error {
 		}
 		if stored[i] != s.permits {
 			return fmt.Errorf("%w: semaphore %q has %d permits on node %d (%s), not %d: every Client must use one count "+
-				"(to change it, release every permit and delete %s on every node)",
+				"(to change it, stop every process that uses it: %s expires a TTL after the last one stopped)",
 				ErrConfig, s.name, stored[i], i, c.nodes[i].Addr(), s.permits, s.count.Lock)
 		}
 	}
@@ -334,7 +436,9 @@ func (s *Semaphore) check(ctx context.Context) error {
 			ErrNoQuorum, answered, len(c.nodes), need))
 	}
 	s.mu.Lock()
-	s.checked = time.Now()
+	if until := validUntil(start, s.settings.ttl, s.settings.driftFactor); until.After(s.confirmed) {
+		s.confirmed = until
+	}
 	s.mu.Unlock()
 	return nil
 }

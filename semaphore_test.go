@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -352,4 +353,92 @@ func TestSemaphore_clientDefaultsAndABadSlot(t *testing.T) {
 		t.Fatalf("TryAcquire with slot 1 held and slot 0 a string: %v", err)
 	}
 	mustUnlock(t, held)
+}
+
+// countTTLs reads the permit count's remaining life on every node (as
+// go-redis reports PTTL: -2 ns absent, -1 ns no expiry).
+func countTTLs(t *testing.T, cluster *redistest.Cluster, name string) []time.Duration {
+	t.Helper()
+	ttls := make([]time.Duration, len(cluster.Nodes))
+	for i := range cluster.Nodes {
+		ttl, err := cluster.Admin(t, i).PTTL(context.Background(), "redlock:{"+name+"}:permits").Result()
+		if err != nil {
+			t.Fatalf("PTTL on node %d: %v", i, err)
+		}
+		ttls[i] = ttl
+	}
+	return ttls
+}
+
+// The count is kept while a permit is held, for many TTLs (a count stored
+// without expiry, as older versions did, gets one), and is gone a TTL
+// after the last permit ended: then another count may be used.
+func TestSemaphore_countKeptWhileHeldGoneATTLAfter(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := testContext(t)
+	const ttl = 500 * time.Millisecond
+	if err := cluster.Admin(t, 0).Set(ctx, "redlock:{pool}:permits", "2", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s := newClient(t, cluster, redlock.WithTTL(ttl)).Semaphore("pool", 2)
+	lease := mustAcquire(t, ctx, s)
+	for range 4 * 3 { // four TTLs, looking every third of one
+		time.Sleep(ttl / 3)
+		for i, left := range countTTLs(t, cluster, "pool") {
+			if left <= 0 || left > ttl {
+				t.Fatalf("node %d: the count's life %v while a permit is held; want in (0, %v]", i, left, ttl)
+			}
+		}
+	}
+	if err := lease.Err(); err != nil || time.Until(lease.Until()) <= 0 {
+		t.Fatalf("the permit after four TTLs: %v, until %v", err, lease.Until())
+	}
+	mustUnlock(t, lease)
+	time.Sleep(ttl + ttl/2)
+	for i, left := range countTTLs(t, cluster, "pool") {
+		if left != -2 {
+			t.Errorf("node %d: the count's life %v a TTL after the last permit ended; want it gone", i, left)
+		}
+	}
+	if lease, err := newClient(t, cluster, redlock.WithTTL(ttl)).Semaphore("pool", 3).TryAcquire(ctx); err != nil {
+		t.Errorf("another count once the old one expired: %v", err)
+	} else {
+		mustUnlock(t, lease)
+	}
+}
+
+// A permit is valid no longer than its count is confirmed on a quorum:
+// when another count took its place on the nodes (set by hand here; the
+// same as the count lost and stored afresh by another Client), the permit
+// is lost within a TTL, though its slot's renewals still succeed.
+func TestSemaphore_permitLostWhenItsCountIsNotConfirmed(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := testContext(t)
+	const ttl = 600 * time.Millisecond
+	s := newClient(t, cluster, redlock.WithTTL(ttl)).Semaphore("pool", 2)
+	lease := mustAcquire(t, ctx, s)
+	if until := time.Until(lease.Until()); until <= 0 || until > ttl {
+		t.Fatalf("a new permit's Until is %v away; want in (0, %v]", until, ttl)
+	}
+	for i := range cluster.Nodes {
+		if err := cluster.Admin(t, i).Set(ctx, "redlock:{pool}:permits", "3", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	replaced := time.Now()
+	select {
+	case <-lease.Done():
+	case <-time.After(2 * ttl):
+		t.Fatalf("the permit is still valid %v after its count was replaced (Until %v away)",
+			time.Since(replaced), time.Until(lease.Until()))
+	}
+	if lost := time.Since(replaced); lost > ttl+ttl/5 {
+		t.Errorf("lost %v after the count was replaced; want within a TTL (%v)", lost, ttl)
+	}
+	if err := lease.Err(); !errors.Is(err, redlock.ErrLost) || !strings.Contains(context.Cause(lease.Context()).Error(), "permit count") {
+		t.Errorf("the permit's end: %v, cause %v; want ErrLost naming the permit count", err, context.Cause(lease.Context()))
+	}
+	if _, err := s.TryAcquire(ctx); !errors.Is(err, redlock.ErrConfig) {
+		t.Errorf("TryAcquire against the other count: %v; want ErrConfig", err)
+	}
 }

@@ -94,10 +94,12 @@ check neg-adopt-late-claims     adopt.pml fail -DLATE -DOVERTAKE -DNOSTALE -DMAX
 # The semaphore (semaphore.pml).
 check semaphore                 semaphore.pml pass
 check semaphore-restart-after-ttl semaphore.pml pass -DCRASH -DMAXCLOCK=2
-check semaphore-permits-check   semaphore.pml pass -DMISMATCH -DPERMITCHECK -DMAXCLOCK=2
+check semaphore-permits-check   semaphore.pml pass -DMISMATCH -DPERMITCHECK -DTWO
+check semaphore-permits-check-restart semaphore.pml pass -DMISMATCH -DPERMITCHECK -DTWO -DCRASH -DMAXCLOCK=2
 check neg-semaphore-counts      semaphore.pml fail -DCOUNTS
 check neg-permits-mismatch      semaphore.pml fail -DMISMATCH
-check neg-permits-check-restart semaphore.pml fail -DMISMATCH -DPERMITCHECK -DCRASH -DMAXCLOCK=2
+check neg-permits-uncapped      semaphore.pml fail -DMISMATCH -DPERMITCHECK -DTWO -DNOCAP -DMAXCLOCK=2
+check neg-permits-restart-at-once semaphore.pml fail -DMISMATCH -DPERMITCHECK -DTWO -DCRASH -DEARLY -DMAXCLOCK=2
 check neg-semaphore-shared-owner semaphore.pml fail -DSHARED
 # The read-write lock (rwlock.pml).
 check rwlock                      rwlock.pml pass

@@ -33,8 +33,15 @@
  * Property (assert in Monitor): at no tick are more permits valid than
  * the smallest K of the clients that went on to acquire: K itself, but
  * under PERMITCHECK, where it is the K of those that passed the check.
- * Under PERMITCHECK also (assert when a client passes the check): every
- * client that passed the check before used the same K.
+ * Under PERMITCHECK also (assert when a permit is granted): no client
+ * that holds a valid permit got it under another K. (Not: no two clients
+ * ever pass the check with different counts. The count expires once no
+ * client uses it, and then another may be stored: what must not happen
+ * is two counts with valid permits at once; two permits valid at one
+ * tick are both valid at the later one's grant, where it is asserted.)
+ * Not modelled under PERMITCHECK: a permit's renewal and the keeper's
+ * later checks (each is a check as the first: it reads, keeps the count,
+ * and moves the bound; a permit without renewal lives a TTL at most).
  *
  * Variants (-D):
  *   COUNTS    one semaphore key per node holding the clients it admitted,
@@ -47,20 +54,43 @@
  *   PERMITCHECK before its round a client reads the permit count stored
  *             for the name from every node, each read delivered at any
  *             later moment or never; a node's script stores the client's
- *             count where none is stored (set once, never changed) and
- *             answers the stored one. The client goes on at a quorum of
- *             answers equal to its own count, and stops for good
- *             (ErrConfig) at an answer that differs before then (one
- *             after then is not waited for: more permissive than waiting
- *             for every answer). Reads not yet delivered may still land
- *             later, storing the count where none is. With MISMATCH it
- *             must pass.
+ *             count where none is stored and answers the stored one; it
+ *             keeps an equal count (a stored one too) for at least CTTL
+ *             ticks from then (never shortens its life), and the count
+ *             expires once that passed (then another may be stored). The
+ *             client goes on at a quorum of answers equal to its own
+ *             count, and stops for good (ErrConfig) at an answer that
+ *             differs before then (one after then is not waited for: more
+ *             permissive than waiting for every answer). Reads not yet
+ *             delivered may still land later, storing or keeping the count
+ *             as any read does. A permit is valid no longer than CTTL -
+ *             DRIFT after the check's first read landed (Semaphore.check's
+ *             bound). With MISMATCH it must pass.
+ *   NOCAP     with PERMITCHECK: permits without that bound, valid for
+ *             their TTL whenever they were granted after the check (a
+ *             count kept a TTL after each check, and nothing more). With
+ *             MISMATCH it must fail: a client checks, its count expires
+ *             before its round, and another count is stored and granted
+ *             beside its permit.
  *   CRASH     one node goes down at any time, and restarts empty (no slot
  *             keys, no stored count) a TTL after it went down (the lock's
- *             own rule); must pass, but with MISMATCH PERMITCHECK, where
- *             it must fail: a count stored on two nodes is left on one,
- *             and a client with another count reads the restarted node
- *             and the third one, and passes.
+ *             own rule, which the restart guard enforces: permits.lua has
+ *             the guard too); must pass, with PERMITCHECK too: a count the
+ *             node had before it went down expires there no later than a
+ *             TTL after it was last read, and so does every permit whose
+ *             check read it (the bound).
+ *   EARLY     with CRASH: the node restarts empty at once (the restart
+ *             guard off). With MISMATCH PERMITCHECK it must fail: the
+ *             count 2, stored on two nodes, is lost on one of them while a
+ *             permit of 2 is valid, and client 1 stores 3 there and on the
+ *             third node, and passes.
+ *   TWO       clients 1 and 2 only. The permits check's property is about
+ *             two clients (two counts with valid permits at once), and
+ *             the slots' bound is checked without it: when all valid
+ *             permits share one count, they are slots of that count, which
+ *             the checks without PERMITCHECK bound by K. Three clients
+ *             with the count's expiry are out of reach of this machine
+ *             (over 25 M states and 3 GB at a 2-tick clock).
  *   SHARED    clients 2 and 3 take their permits with one owner id (what
  *             semaphore.go rules out: every Acquire has an owner of its
  *             own, even under WithOwner): a slot held by one is
@@ -79,6 +109,9 @@
 #endif
 #ifndef MAXCLOCK
 #define MAXCLOCK 3
+#endif
+#ifndef CTTL
+#define CTTL TTL       /* the count's life after each read (Go: the TTL) */
 #endif
 
 /* the count client c believes in; the slots there are */
@@ -110,7 +143,8 @@ byte admitted[N * 4];  /* node i, client c at i * 4 + c: the clock at which the 
 #endif
 #ifdef PERMITCHECK
 byte stored[N];        /* the permit count stored on node i, 0 none */
-byte agreed;           /* the count of the clients that passed the check, 0 none yet */
+byte cexp[N];          /* the clock at which that count expires */
+bool agreed;           /* a grant's check, set and cleared within its step */
 #endif
 
 bool permitted[4];     /* client c holds a permit */
@@ -118,6 +152,20 @@ byte endsAt[4];        /* ... valid while clock < endsAt[c] */
 byte lim = 255;        /* the smallest K of the clients that went on to acquire */
 
 #define VALIDP(c) (permitted[c] && clock < endsAt[c] -> 1 : 0)
+#ifdef PERMITCHECK
+/* a permit granted to me: no valid permit of another count */
+#define AGREES(c) (VALIDP(c) == 0 || KOF(c) == KOF(me))
+#define AGREE agreed = (AGREES(1) && AGREES(2) && AGREES(3)); assert(agreed); agreed = false
+/* the end of a permit granted now: its TTL, and the check's bound */
+#ifdef NOCAP
+#define ENDS (start + TTL - DRIFT)
+#else
+#define ENDS (start + TTL - DRIFT < bound -> start + TTL - DRIFT : bound)
+#endif
+#else
+#define AGREE skip
+#define ENDS (start + TTL - DRIFT)
+#endif
 #define OVER (VALIDP(1) + VALIDP(2) + VALIDP(3) > lim)
 active proctype Monitor() {
 	atomic { OVER -> assert(!OVER) }
@@ -142,6 +190,11 @@ active proctype Tick() {
 		for (j : 1 .. 3) {
 			if :: permitted[j] && endsAt[j] <= clock -> permitted[j] = false; endsAt[j] = 0 :: else -> skip fi
 		}
+#ifdef PERMITCHECK
+		for (j : 0 .. N - 1) {
+			if :: stored[j] != 0 && cexp[j] <= clock -> stored[j] = 0; cexp[j] = 0 :: else -> skip fi
+		}
+#endif
 		j = 0 }
 	:: else -> break
 	od
@@ -156,12 +209,16 @@ proctype Crash() {
 	:: n = 2
 	fi;
 	atomic { up[n] = false; since = clock };
+#ifdef EARLY
+	atomic { true ->
+#else
 	atomic { clock >= since + TTL ->
+#endif
 		for (s : 0 .. NS - 1) {
 			owner[s * N + n] = 0; expiry[s * N + n] = 0
 		}
 #ifdef PERMITCHECK
-		stored[n] = 0;
+		stored[n] = 0; cexp[n] = 0;
 #endif
 		s = 0; since = 0;
 		up[n] = true }
@@ -179,8 +236,8 @@ proctype Crash() {
 	:: votes >= Q -> \
 		sent[0] = false; sent[1] = false; sent[2] = false; votes = 0; \
 		if \
-		:: clock < start + TTL - DRIFT -> permitted[me] = true; endsAt[me] = start + TTL - DRIFT; start = 0; goto holds \
-		:: else -> GIVEBACK; start = 0; goto stopped \
+		:: clock < ENDS -> AGREE; permitted[me] = true; endsAt[me] = ENDS; start = 0; UNBOUND; goto holds \
+		:: else -> GIVEBACK; start = 0; UNBOUND; goto stopped \
 		fi \
 	:: else -> skip \
 	fi
@@ -216,28 +273,33 @@ proctype Crash() {
 #endif
 
 /* the permits check: read the count on node i, storing the client's where
- * none is */
+ * none is, keeping an equal one CTTL ticks from now */
 #ifdef PERMITCHECK
-#define READ(i) :: atomic { !asked[i] && up[i] -> asked[i] = true; \
-	if :: stored[i] == 0 -> stored[i] = KOF(me) :: else -> skip fi; \
+#define KEEP(i) if \
+	:: stored[i] == 0 -> stored[i] = KOF(me); cexp[i] = clock + CTTL \
+	:: stored[i] == KOF(me) && cexp[i] < clock + CTTL -> cexp[i] = clock + CTTL \
+	:: else -> skip \
+	fi
+#define UNBOUND bound = 0
+#define FIRSTREAD if :: !asked[0] && !asked[1] && !asked[2] -> bound = clock + CTTL - DRIFT :: else -> skip fi
+#define READ(i) :: atomic { !asked[i] && up[i] -> FIRSTREAD; asked[i] = true; KEEP(i); \
 	if \
-	:: stored[i] != KOF(me) -> answers = 0; goto stopped /* ErrConfig */ \
+	:: stored[i] != KOF(me) -> answers = 0; bound = 0; goto stopped /* ErrConfig */ \
 	:: else -> answers++ \
 	fi; \
 	if \
 	:: answers >= Q -> /* passed */ \
-		assert(agreed == 0 || agreed == KOF(me)); \
-		agreed = KOF(me); answers = 0; \
+		answers = 0; \
 		if :: KOF(me) < lim -> lim = KOF(me) :: else -> skip fi; \
 		goto acquire \
 	:: else -> skip \
 	fi }
 /* a read the client no longer waits for lands */
-#define LATE(i) :: atomic { !asked[i] && up[i] -> asked[i] = true; \
-	if :: stored[i] == 0 -> stored[i] = KOF(me) :: else -> skip fi }
+#define LATE(i) :: atomic { !asked[i] && up[i] -> asked[i] = true; KEEP(i) }
 #define LATEREADS LATE(0) LATE(1) LATE(2)
 #else
 #define LATEREADS
+#define UNBOUND skip
 #endif
 
 proctype Client(byte me; byte slot) {
@@ -245,7 +307,7 @@ proctype Client(byte me; byte slot) {
 	bool sent[N];
 #ifdef PERMITCHECK
 	bool asked[N];
-	byte answers;
+	byte answers, bound;
 	do
 	READ(0)
 	READ(1)
@@ -279,7 +341,10 @@ init {
 #ifndef PERMITCHECK
 		lim = K; /* every client goes on to acquire; the smallest count is K */
 #endif
-		run Client(1, s1); run Client(2, s2); run Client(3, s3);
+		run Client(1, s1); run Client(2, s2);
+#ifndef TWO
+		run Client(3, s3);
+#endif
 #ifdef CRASH
 		run Crash();
 #endif

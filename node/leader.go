@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 var (
@@ -26,10 +27,11 @@ type Record struct {
 }
 
 // Publish stores r at key unless a record of a later term is there, and
-// answers the stored term.
-func (n *Node) Publish(ctx context.Context, key string, r Record) (uint64, error) {
+// answers the stored term. A record of r's term is kept for at least life
+// from now (its life is never shortened).
+func (n *Node) Publish(ctx context.Context, key string, r Record, life time.Duration) (uint64, error) {
 	reply, err := n.run(ctx, leaderScript, ClockCheck{}, []string{key},
-		strconv.FormatUint(r.Term, 10), r.Owner, r.Value).Result()
+		strconv.FormatUint(r.Term, 10), r.Owner, r.Value, milliseconds(max(life, time.Millisecond))).Result()
 	if err != nil {
 		return 0, conflicting(err, key)
 	}

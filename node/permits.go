@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 var (
@@ -19,11 +20,13 @@ const MaxPermits = 1024
 
 // Permits stores permits as the count of the semaphore whose count is at
 // keys.Lock, unless a count is stored there already, and answers the
-// stored count. A node that lost its data less than keys.Guard ago
-// answers a *Quarantine.
-func (n *Node) Permits(ctx context.Context, keys Keys, permits int) (int, error) {
+// stored count. A count equal to permits is kept for at least life from
+// now (its life is never shortened); another one is left as it is. A node
+// that lost its data less than keys.Guard ago answers a *Quarantine.
+func (n *Node) Permits(ctx context.Context, keys Keys, permits int, life time.Duration) (int, error) {
 	used := []string{keys.Lock, n.markerKey(keys)}
-	reply, err := n.run(ctx, permitsScript, ClockCheck{}, used, strconv.Itoa(permits), milliseconds(keys.Guard)).Result()
+	reply, err := n.run(ctx, permitsScript, ClockCheck{}, used, strconv.Itoa(permits), milliseconds(keys.Guard),
+		milliseconds(max(life, time.Millisecond))).Result()
 	if err != nil {
 		return 0, conflicting(quarantined(err), used...)
 	}

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,6 +157,26 @@ func dbSize(addr string) (int64, error) {
 		}
 	}
 	return count, err
+}
+
+// Keys returns every key on node i, sorted, read with SCAN (which skips
+// keys whose TTL has passed). A failing read fails the test.
+func (c *Cluster) Keys(t testing.TB, i int) []string {
+	t.Helper()
+	client := redis.NewClient(clientOptions(c.Nodes[i].Addr(), adminTimeout))
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
+	defer cancel()
+	var keys []string
+	iter := client.Scan(ctx, 0, "*", 100).Iterator()
+	for iter.Next(ctx) {
+		keys = append(keys, iter.Val())
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatalf("redistest: SCAN on node %d (%s): %v", i, c.Nodes[i].Addr(), err)
+	}
+	slices.Sort(keys)
+	return slices.Compact(keys) // SCAN may return a key twice
 }
 
 func newClient(t testing.TB, addr string, timeout time.Duration) *redis.Client {

@@ -1,6 +1,10 @@
 -- fence: raise the fencing counter to at least a token, never lower it
 -- (the write-back of a grant's token; see fencing.go). Compared as decimal
--- strings, not Lua numbers, which are exact only below 2^53.
+-- strings, not Lua numbers, which are exact only below 2^53. The counter
+-- never expires, on purpose: without it a token would rest on the nodes'
+-- wall clocks alone (see fencing.go), and could go backwards after any
+-- quiet spell; it is the one key the library keeps for good (but the
+-- node's marker).
 --
 -- KEYS[1]  fence counter
 -- ARGV[1]  token: a decimal string without leading zeros
