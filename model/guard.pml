@@ -17,7 +17,8 @@
  *     dropped keys since the start, else since = now;
  *   no vote while now < since + G (since "forever" never holds back);
  *   no vote while now < start + G unless the process persists every write
- *     (AOF) or the marker declares this very process.
+ *     (AOF) or made the marker itself (its run_id in it: a declaration, or
+ *     a marker the guard made).
  *
  * Faults (-D, one at a time):
  *   SNAPSHOT  the nodes save a snapshot at any moment, and later restart
@@ -28,8 +29,9 @@
  * Negative variants (each must yield two valid leases):
  *   TRUSTMARKER   with SNAPSHOT: a node with a marker votes at once after
  *                 a restart (the old guard)
- *   DECLFOREVER   with SNAPSHOT: a declaration holds for any process, not
- *                 only the one declared ("SET redlock:node 0")
+ *   DECLFOREVER   with SNAPSHOT: a marker's process is not compared with
+ *                 the running one (a declaration holds for any process:
+ *                 "SET redlock:node 0")
  *   NOFLUSHCHECK  with FLUSH: a missing marker counts from the process
  *                 start even after a flush (uptime without the flush check)
  */
@@ -54,7 +56,7 @@ byte expiry[N];     /* clock at which the key expires (kept across restarts) */
 bool marker[N];     /* the marker key exists */
 bool forever[N];    /* ... and says "0": complete since forever */
 byte since[N];      /* ... else the node time it holds */
-byte declared[N];   /* ... declared for this process ("0 <run_id>"); 0: none */
+byte made[N];       /* ... by this process (its run_id in the marker); 0: none */
 byte proc[N];        /* the process (its run_id) */
 byte started[N];    /* when the process started */
 bool dropped[N];    /* keys dropped since the start (flush) */
@@ -80,14 +82,14 @@ active proctype Tick() {
 
 #ifdef SNAPSHOT
 /* the snapshot of nodes 0 and 1 */
-byte sOwner[2], sExpiry[2], sSince[2], sDeclared[2];
+byte sOwner[2], sExpiry[2], sSince[2], sMade[2];
 bool sMarker[2], sForever[2];
 #define SAVE(n) sOwner[n] = owner[n]; sExpiry[n] = expiry[n]; sMarker[n] = marker[n]; \
-	sForever[n] = forever[n]; sSince[n] = since[n]; sDeclared[n] = declared[n]
+	sForever[n] = forever[n]; sSince[n] = since[n]; sMade[n] = made[n]
 #define LOAD(n) owner[n] = sOwner[n]; expiry[n] = sExpiry[n]; marker[n] = sMarker[n]; \
-	forever[n] = sForever[n]; since[n] = sSince[n]; declared[n] = sDeclared[n]; START(n)
+	forever[n] = sForever[n]; since[n] = sSince[n]; made[n] = sMade[n]; START(n)
 #endif
-#define WIPE(n) owner[n] = 0; marker[n] = false; forever[n] = false; declared[n] = 0
+#define WIPE(n) owner[n] = 0; marker[n] = false; forever[n] = false; made[n] = 0
 
 proctype Fault() {
 #ifdef SNAPSHOT
@@ -112,20 +114,20 @@ proctype Fault() {
 #define LOSTSINCE(i) (dropped[i] -> clock : started[i])
 #endif
 #define GUARDED(i) if \
-	:: !marker[i] -> marker[i] = true; forever[i] = false; declared[i] = 0; since[i] = LOSTSINCE(i) \
+	:: !marker[i] -> marker[i] = true; forever[i] = false; made[i] = proc[i]; since[i] = LOSTSINCE(i) \
 	:: else -> skip \
 	fi
 
 /* ... and whether node i votes */
 #ifdef DECLFOREVER
-#define DECLARED(i) (declared[i] != 0)
+#define MADEHERE(i) (made[i] != 0)
 #else
-#define DECLARED(i) (declared[i] == proc[i])
+#define MADEHERE(i) (made[i] == proc[i])
 #endif
 #ifdef TRUSTMARKER
 #define RESTARTED(i) false
 #else
-#define RESTARTED(i) (clock < started[i] + GUARDFOR && !aof[i] && !DECLARED(i))
+#define RESTARTED(i) (clock < started[i] + GUARDFOR && !aof[i] && !MADEHERE(i))
 #endif
 #define VOTES(i) ((forever[i] || clock >= since[i] + GUARDFOR) && !RESTARTED(i))
 
@@ -160,7 +162,7 @@ init {
 	atomic {
 		byte i;
 		for (i : 0 .. N - 1) {
-			proc[i] = 1; marker[i] = true; forever[i] = true; declared[i] = 1
+			proc[i] = 1; marker[i] = true; forever[i] = true; made[i] = 1
 		}
 		run Client(1); run Client(2); run Fault()
 	}

@@ -283,7 +283,8 @@ func (state *nodeState) readMarker(value string, err error) error {
 // "declared" (by `redlock init`, for the process then running), or its
 // time and the rule that made it; "" when it is none of these.
 func describeMarker(value string) string {
-	ms, tag, _ := strings.Cut(value, " ")
+	ms, rest, _ := strings.Cut(value, " ")
+	tag, _, _ := strings.Cut(rest, " ") // the rule; a run_id may follow
 	since, err := strconv.ParseInt(ms, 10, 64)
 	switch {
 	case err != nil || since < 0:

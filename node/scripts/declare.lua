@@ -16,7 +16,7 @@ if not run then
   return redis.error_reply('ERR redlock: INFO server has no run_id')
 end
 local marker = redis.call('GET', KEYS[1])
-if marker and not (string.match(marker, '^0') or string.match(marker, '^%d+ new$')) then
+if marker and not (string.match(marker, '^0') or string.match(marker, '^%d+ new')) then
   return { 'marker', marker }
 end
 local loaded = string.match(redis.call('INFO', 'persistence'), '\nrdb_last_load_keys_loaded:(%d+)')

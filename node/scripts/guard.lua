@@ -6,9 +6,10 @@
 -- model/guard.pml.
 --
 -- The marker key (one per node; on a Redis Cluster node one per slot)
--- holds "<ms> <why>": the node time since which the node's data is
--- complete, and the rule that set it; "0" or "0 <run_id>": complete since
--- forever ("0 <run_id>": declared by `redlock init` for that process).
+-- holds "<ms> <why> [<run_id>]": the node time since which the node's data
+-- is complete, the rule that set it and the process that did; "0" or
+-- "0 <run_id>": complete since forever ("0 <run_id>": declared by
+-- `redlock init` for that process).
 
 -- node_time is the node's TIME, read once per call and only by a call that
 -- needs it; node_now the same in milliseconds.
@@ -101,20 +102,22 @@ end
 
 -- lost_since: the marker a script makes when it finds none: the process
 -- start when nothing dropped keys since ('new': anything forgotten was
--- granted before the start), else now.
+-- granted before the start), else now; and the process's run_id when
+-- known (nil when it started over guard_for ago).
 local function lost_since(guard_for)
   local why = facts().dropped()
-  if why then
-    return node_now(), why
-  end
   local up, start = up_longer(guard_for)
+  local run
   if not up then
-    start = facts().start()
+    start, run = facts().start()
+  end
+  if why then
+    return node_now(), why, run
   end
   if not start then
     return node_now(), 'unknown'
   end
-  return math.min(start, node_now()), 'new'
+  return math.min(start, node_now()), 'new', run
 end
 
 -- guard returns nil when the node may vote, or the error reply
@@ -125,17 +128,23 @@ local probing = false -- set by probe.lua: judge, but make no marker
 local function guard(marker, guard_ms)
   local guard_for = tonumber(guard_ms)
   local value = redis.call('GET', marker)
-  local since, tag
+  local since, tag, made_by -- made_by: the run_id of the process that made it
   if value == false then
-    since, tag = lost_since(guard_for)
+    since, tag, made_by = lost_since(guard_for)
     if not probing then
-      redis.call('SET', marker, string.format('%d %s', since, tag))
+      redis.call('SET', marker, string.format('%d %s %s', since, tag, made_by or ''))
     end
   else
-    since, tag = string.match(value, '^(%d+) ?(%w*)$')
+    local first, second
+    since, first, second = string.match(value, '^(%d+) ?(%w*) ?(%w*)$')
     since = tonumber(since)
     if since == nil then
       return redis.error_reply('ERR redlock: the node marker is not a time')
+    end
+    if #first == 40 then
+      tag, made_by = '', first -- "0 <run_id>", by redlock init
+    else
+      tag, made_by = first, second
     end
   end
   if guard_for <= 0 then
@@ -147,9 +156,10 @@ local function guard(marker, guard_ms)
   if value == false or up_longer(guard_for) then
     return nil
   end
-  -- A marker read back from a snapshot may predate grants the node forgot.
+  -- A marker another process made (read back from a snapshot) may
+  -- predate grants the node forgot.
   local start, run = facts().start()
-  if start and node_now() < start + guard_for and tag ~= run and not facts().persists() then
+  if start and node_now() < start + guard_for and made_by ~= run and not facts().persists() then
     return facts().quarantine(start, guard_for, 'restarted')
   end
   return nil
