@@ -26,7 +26,8 @@
 //     longest TTL in use. The restart guard checks it (WithRestartGuard,
 //     on by default): what stays assumed is that the guard is at least the
 //     longest TTL of any Client on the same names, that AOF is fsynced on
-//     every write, and that no one deletes lock keys by hand
+//     every write, that no lock key goes while the marker stays (eviction
+//     under volatile-*, DEL by hand), and that no replica is promoted
 //     (docs/restart-guard.md);
 //   - a node whose clock runs fast, against the client's monotonic clock,
 //     by more than the drift factor does not count. The clock check

@@ -76,6 +76,8 @@ check guard-aof-restart         guard.pml pass -DAOF
 check neg-guard-trusts-marker   guard.pml fail -DSNAPSHOT -DTRUSTMARKER
 check neg-guard-declared-forever guard.pml fail -DSNAPSHOT -DDECLFOREVER
 check neg-guard-no-flush-check  guard.pml fail -DFLUSH -DNOFLUSHCHECK
+check guard-snapshot-undeclared guard.pml pass -DSNAPSHOT -DUNDECLARED
+check neg-guard-trusts-made-marker guard.pml fail -DSNAPSHOT -DUNDECLARED -DTRUSTMARKER
 # The handoff to the first waiter (handoff.pml).
 check handoff                   handoff.pml pass
 check neg-handoff-notice-grants handoff.pml fail -DADOPT

@@ -10,7 +10,8 @@
  * request. Every request lands at any later moment, or never; a node runs
  * each script atomically. A fault hits nodes 0 and 1 (a majority) at any
  * moment. Nodes start at clock 0, declared new for their first process
- * (`redlock init`: the marker "0 <run_id>").
+ * (`redlock init`: the marker "0 <run_id>"), or (UNDECLARED) without a
+ * marker, so that the guard makes one and a snapshot may hold it.
  *
  * The guard, as in guard.lua, with G ticks (GUARDFOR, default TTL):
  *   marker missing: made with since = the process start if nothing
@@ -131,6 +132,14 @@ proctype Fault() {
 #endif
 #define VOTES(i) ((forever[i] || clock >= since[i] + GUARDFOR) && !RESTARTED(i))
 
+#ifdef UNDECLARED
+/* a script of another lock, at any moment: it makes the missing markers
+ * (a refused vote makes one too, but these clients do not retry) */
+proctype Other() {
+	atomic { GUARDED(0); GUARDED(1); GUARDED(2) }
+}
+#endif
+
 /* acquire.lua on node i */
 #define VOTE(i) :: atomic { !sent[i] -> sent[i] = true; GUARDED(i); \
 	if \
@@ -162,8 +171,14 @@ init {
 	atomic {
 		byte i;
 		for (i : 0 .. N - 1) {
-			proc[i] = 1; marker[i] = true; forever[i] = true; made[i] = 1
+			proc[i] = 1;
+#ifndef UNDECLARED
+			marker[i] = true; forever[i] = true; made[i] = 1
+#endif
 		}
-		run Client(1); run Client(2); run Fault()
+		run Client(1); run Client(2); run Fault();
+#ifdef UNDECLARED
+		run Other()
+#endif
 	}
 }

@@ -27,6 +27,7 @@ const (
 	WhyRestarted = "restarted" // marker kept, but restarted at Since without an append-only file
 	WhyFlushed   = "flushed"   // no marker after a flush, swap, eviction, DEBUG, REPLICAOF or CONFIG RESETSTAT
 	WhyUnknown   = "unknown"   // no marker, and INFO is refused (ACL or rename): cannot tell
+	WhyCluster   = "cluster"   // a Redis Cluster node without its slot's marker: the slot may have moved
 	WhyLost      = "lost"      // a marker made by an older version
 )
 
@@ -52,6 +53,9 @@ func (q *Quarantine) Error() string {
 	case WhyFlushed:
 		return fmt.Sprintf("quarantined: lost its data at %s (FLUSHALL, FLUSHDB, SWAPDB, eviction, DEBUG, REPLICAOF "+
 			"or CONFIG RESETSTAT since it started), votes again at %s", at(q.Since), at(q.Until))
+	case WhyCluster:
+		return fmt.Sprintf("quarantined: a Redis Cluster node without its slot's marker at %s (the slot's data may have "+
+			"moved or failed over), votes again at %s", at(q.Since), at(q.Until))
 	case WhyUnknown:
 		return fmt.Sprintf("quarantined: its marker was missing at %s and INFO is refused (ACL or rename), so it cannot "+
 			"tell why; votes again at %s (allow INFO and LASTSAVE to the lock's user)", at(q.Since), at(q.Until))
@@ -85,7 +89,8 @@ func quarantined(err error) error {
 		var left int64
 		left, leftErr = strconv.ParseInt(fields[3], 10, 64)
 		q.Left = max(time.Duration(left), 0) * time.Millisecond
-		if left > until-since || left > int64(math.MaxInt64/time.Millisecond) {
+		// left may exceed until - since: the node's clock stepped back.
+		if left > int64(math.MaxInt64/time.Millisecond) {
 			leftErr = strconv.ErrRange
 		}
 	}
@@ -97,7 +102,7 @@ func quarantined(err error) error {
 
 func knownWhy(why string) bool {
 	switch why {
-	case WhyNew, WhyRestarted, WhyFlushed, WhyUnknown, WhyLost:
+	case WhyNew, WhyRestarted, WhyFlushed, WhyUnknown, WhyCluster, WhyLost:
 		return true
 	}
 	return false

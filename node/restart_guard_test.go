@@ -254,3 +254,55 @@ func TestDeclare(t *testing.T) {
 		t.Fatalf("Declare after a flush = %v; want refused: the marker records the loss", err)
 	}
 }
+
+// Declare refuses a node whose keys were dropped since it started, though
+// it holds none now.
+func TestDeclare_refusesAFlushedNode(t *testing.T) {
+	_, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	if err := admin.FlushAll(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	var notNew *node.NotNew
+	if err := node.Declare(ctx, admin, "redlock:"); !errors.As(err, &notNew) || notNew.Dropped != node.WhyFlushed {
+		t.Fatalf("Declare after FLUSHALL = %v; want refused: keys were dropped", err)
+	}
+	if exists, _ := admin.Exists(ctx, "redlock:node").Result(); exists != 0 {
+		t.Fatal("a refused Declare wrote the marker")
+	}
+}
+
+// AOF switched on at run time after a restart from a snapshot does not
+// make the node's data complete: it still waits out the restart rule.
+func TestGuard_aofSwitchedOnAfterASnapshotRestartStillWaits(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	admin := cluster.Admin(t, 0)
+	keys := keysOf("redlock:{aof}")
+	keys.Guard = time.Minute
+	if err := admin.Save(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := n.Acquire(ctx, nil, keys, "a", "h1", time.Minute); err != nil || !got.Granted {
+		t.Fatalf("Acquire by a = %+v, %v", got, err)
+	}
+	if err := cluster.Nodes[0].Restart(true); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ConfigSet(ctx, "appendonly", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		info, _ := admin.Info(ctx, "persistence").Result()
+		if strings.Contains(info, "aof_enabled:1") && strings.Contains(info, "aof_rewrite_in_progress:0") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("AOF not on: %s", info)
+		}
+	}
+	if q := quarantineOf(t, n, keys, "h2"); q.Why != node.WhyRestarted {
+		t.Fatalf("after AOF switched on: %s; want the restart rule", q)
+	}
+}

@@ -25,13 +25,18 @@ held a lock has nothing to forget, and init tells it so (node.Declare),
 for its current process: a restart undoes it. Nodes up longer than the
 guard vote without it.
 
+Declare only nodes that never served a lock: a node restarted empty looks
+brand-new to every check, and declaring it would let it vote for leases
+it forgot. Run init when you create nodes, never as a step that re-runs
+on every start.
+
 init refuses a node that is not new, and says why: one that holds keys
 under -prefix (it names up to 10), one that loaded keys from disk at its
-start, one whose marker records a loss of data. Such a node votes once the
-guard has passed since its start; its marker is left as it was. The other
-nodes are declared all the same: each node's vote is judged on its own.
-Running init again is harmless: a node declared before and used since is
-refused (it holds lock keys) and keeps its declaration.
+start (or cannot say: Redis before 7), one that dropped keys since (a
+flush, an eviction), one whose marker records a loss of data. Such a node
+votes as the restart guard judges it; its marker is left as it was. The
+other nodes are declared all the same: each node's vote is judged on its
+own.
 
 Nodes are the URLs given as arguments, or -nodes, or $REDLOCK_NODES. A
 node that refuses connections (still starting) is tried again until
@@ -153,8 +158,8 @@ func (ns *nodeSet) declare(ctx context.Context, prefix string, timeout time.Dura
 }
 
 // declareOne declares one node, trying again while it refuses connections
-// and ctx lasts: init often runs as nodes start (a compose service, an
-// init container), before they listen.
+// and ctx lasts: init often runs as new nodes start (the compose
+// playground's one-shot service), before they listen.
 func declareOne(ctx context.Context, client *redis.Client, prefix string) error {
 	for {
 		err := node.Declare(ctx, client, prefix)

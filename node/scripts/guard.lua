@@ -46,21 +46,31 @@ local function facts()
     return tonumber(string.match(info, '\n' .. name .. ':(%d+)'))
   end
   -- f.start: an upper bound of the process start in node ms (the node
-  -- knows it to the second), and its run_id; nil when INFO is refused.
+  -- knows it to the second), and its run_id; nil when INFO is refused. An
+  -- uptime below zero (the clock stepped back past the start) is now.
   function f.start()
     local server = redis.pcall('INFO', 'server')
-    local uptime = type(server) == 'string' and int_field(server, 'uptime_in_seconds')
+    local uptime = type(server) == 'string' and tonumber(string.match(server, '\nuptime_in_seconds:(%-?%d+)'))
     if not uptime then
       return nil
     end
-    local start = math.min((math.floor(node_now() / 1000) - uptime + 1) * 1000, node_now())
+    local start = math.min((math.floor(node_now() / 1000) - math.max(uptime, 0) + 1) * 1000, node_now())
     return start, string.match(server, '\nrun_id:(%x+)')
   end
-  -- f.persists: the node writes an append-only file, taken to be fsynced
-  -- on every write (scripts cannot read the config).
+  -- f.persists: the node started with an append-only file and has not
+  -- rewritten it since (AOF switched on at run time rewrites it at once);
+  -- it is taken to be fsynced on every write (scripts cannot read the
+  -- config).
   function f.persists()
     local info = redis.pcall('INFO', 'persistence')
-    return type(info) == 'string' and int_field(info, 'aof_enabled') == 1
+    return type(info) == 'string' and int_field(info, 'aof_enabled') == 1 and int_field(info, 'aof_rewrites') == 0
+      and int_field(info, 'aof_rewrite_in_progress') == 0 and int_field(info, 'aof_rewrite_scheduled') == 0
+  end
+  -- f.cluster: a Redis Cluster node, whose slot's marker may be missing
+  -- because the slot's data lived elsewhere (moved, failed over).
+  function f.cluster()
+    local info = redis.pcall('INFO', 'cluster')
+    return type(info) ~= 'string' or int_field(info, 'cluster_enabled') ~= 0
   end
   -- f.dropped: why keys may have gone since the start other than by
   -- expiry or a lock script ('flushed'; 'unknown' when INFO is refused).
@@ -105,7 +115,7 @@ end
 -- granted before the start), else now; and the process's run_id when
 -- known (nil when it started over guard_for ago).
 local function lost_since(guard_for)
-  local why = facts().dropped()
+  local why = facts().dropped() or (facts().cluster() and 'cluster')
   local up, start = up_longer(guard_for)
   local run
   if not up then
