@@ -104,6 +104,19 @@ func TestGuard_clusterNodeMarkerPerSlot(t *testing.T) {
 	if got, err := n.Acquire(ctx, nil, keys, "o", "h1", time.Minute); err != nil || !got.Granted {
 		t.Fatalf("Acquire with the slot declared = %+v, %v", got, err)
 	}
+	// The scripts that hand the lock on check the slot's marker too.
+	if got, err := n.AcquireQueued(ctx, nil, keys, "w", "w.1", time.Minute, fairWaiter(2, time.Minute), time.Minute); err != nil || got.Granted {
+		t.Fatalf("a waiter's AcquireQueued = %+v, %v; want queued", got, err)
+	}
+	if _, head, err := n.Release(ctx, keys, "o", "h1", 0, time.Minute); err != nil || head != node.Fingerprint("w") {
+		t.Fatalf("Release = %q, %v; want handed to the waiter", head, err)
+	}
+	if err := n.Leave(ctx, nil, keys, "w", "w", "notice", time.Minute); err != nil {
+		t.Fatalf("Leave: %v", err)
+	}
+	if forced, err := n.ForceRelease(ctx, keys, time.Minute, time.Minute, "forced"); err != nil || forced.Removed != 0 {
+		t.Fatalf("ForceRelease = %+v, %v; want nothing to remove", forced, err)
+	}
 }
 
 // A node whose clock runs ten times fast (libfaketime): with the clock

@@ -64,13 +64,14 @@ type Forced struct {
 // and records them as released for at least tombstone (and the lock's
 // remaining time), so that their owner's renewals are refused. The lock
 // goes to the first live waiter, for at most window, told by a notice with
-// id notice. A lock handed to a waiter naming a hold counts as that hold
+// id notice (not on a node the restart guard keeps from voting: see
+// Release). A lock handed to a waiter naming a hold counts as that hold
 // (the waiter may hold its lease from the notices); one handed by an older
 // client, naming none, is left to the waiter.
 func (n *Node) ForceRelease(ctx context.Context, keys Keys, tombstone, window time.Duration, notice string) (Forced, error) {
-	used := append(keys.queued(), keys.Fence)
+	used := append(keys.queued(), keys.Fence, n.markerKey(keys))
 	reply, err := n.run(ctx, forceScript, ClockCheck{}, used,
-		tombstoneMilliseconds(tombstone), milliseconds(window), notice).Result()
+		tombstoneMilliseconds(tombstone), milliseconds(window), notice, milliseconds(keys.Guard)).Result()
 	if err != nil {
 		return Forced{}, conflicting(err, used...)
 	}

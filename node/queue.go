@@ -63,6 +63,13 @@ func (k Keys) queued() []string {
 	return []string{k.Lock, k.Gone, k.Queue, k.Alive, k.Wake}
 }
 
+// handing is keys.queued() and the node's marker: the keys of a script
+// that may hand the lock on, which it does only where the node may vote
+// (see hand in scripts/queue.lua).
+func (n *Node) handing(keys Keys) []string {
+	return append(keys.queued(), n.markerKey(keys))
+}
+
 // AcquireQueued is Acquire for a waiter: a lock handed to owner is
 // claimed for hold; a refusal queues owner as w says (or refreshes its
 // heartbeat). A freed lock is handed to the queue's first waiter for at
@@ -72,7 +79,7 @@ func (k Keys) queued() []string {
 func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration,
 	w Waiter, window time.Duration) (Acquired, error) {
 	args := append([]any{owner, hold, milliseconds(ttl)}, w.args()...)
-	used := append(keys.queued(), n.markerKey(keys))
+	used := n.handing(keys)
 	reply, err := n.calls.run(ctx, order, acquireQueuedScript, keys.Clock, used,
 		append(args, milliseconds(window), milliseconds(keys.Guard), w.span())...).Result()
 	if err != nil {
@@ -84,15 +91,17 @@ func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner
 // Release drops owner's hold. The last hold frees the lock, which goes
 // straight to the first live waiter of the queue, if any, for at most
 // window (until it claims it with its acquire); only that waiter is told.
-// The fingerprint of that waiter is returned when there was one.
+// The fingerprint of that waiter is returned when there was one. A node
+// the restart guard keeps from voting (keys.Guard, see Acquire) hands the
+// lock to no one: the waiter's notice would count as its vote.
 //
 // With tombstone > 0, the hold is recorded as released for that long,
 // whether it is there or not, so that its acquire, if it arrives late
 // (another copy may still be on its way), is refused: pass it when the
 // fate of an acquire (or renewal) of the hold is unknown.
 func (n *Node) Release(ctx context.Context, keys Keys, owner, hold string, tombstone, window time.Duration) (Released, string, error) {
-	reply, err := n.run(ctx, releaseScript, ClockCheck{}, keys.queued(),
-		owner, hold, milliseconds(window), tombstoneMilliseconds(tombstone), keys.Readers).Result()
+	reply, err := n.run(ctx, releaseScript, ClockCheck{}, n.handing(keys), owner, hold, milliseconds(window),
+		tombstoneMilliseconds(tombstone), keys.Readers, milliseconds(keys.Guard)).Result()
 	if err != nil {
 		return 0, "", err
 	}
@@ -104,9 +113,9 @@ func (n *Node) Release(ctx context.Context, keys Keys, owner, hold string, tombs
 // where the grant had taken it off. When owner heads the queue, the lock
 // is left free for its next attempt.
 func (n *Node) ReleaseKeepingPlace(ctx context.Context, keys Keys, owner, hold string, w Waiter, window time.Duration) (Released, string, error) {
-	args := append([]any{owner, hold, milliseconds(window), "0", keys.Readers}, w.args()[:3]...)
+	args := append([]any{owner, hold, milliseconds(window), "0", keys.Readers, milliseconds(keys.Guard)}, w.args()[:3]...)
 	args = append(args, w.span())
-	reply, err := n.run(ctx, releaseScript, ClockCheck{}, keys.queued(), args...).Result()
+	reply, err := n.run(ctx, releaseScript, ClockCheck{}, n.handing(keys), args...).Result()
 	if err != nil {
 		return 0, "", err
 	}
@@ -147,8 +156,9 @@ func (n *Node) LeaveAfter(ctx context.Context, keys Keys, owner, hold, notice st
 }
 
 func (n *Node) leave(ctx context.Context, order *Order, keys Keys, notice string, window time.Duration, owner, which string, mode ...any) error {
-	args := append([]any{owner, notice, milliseconds(window), which}, mode...)
-	reply, err := n.calls.run(ctx, order, leaveScript, ClockCheck{}, []string{keys.Lock, keys.Queue, keys.Alive, keys.Wake}, args...).Result()
+	args := append([]any{owner, notice, milliseconds(window), which, milliseconds(keys.Guard)}, mode...)
+	used := []string{keys.Lock, keys.Queue, keys.Alive, keys.Wake, n.markerKey(keys)}
+	reply, err := n.calls.run(ctx, order, leaveScript, ClockCheck{}, used, args...).Result()
 	if err != nil {
 		return err
 	}

@@ -306,3 +306,129 @@ func TestGuard_aofSwitchedOnAfterASnapshotRestartStillWaits(t *testing.T) {
 		t.Fatalf("after AOF switched on: %s; want the restart rule", q)
 	}
 }
+
+// A node restarted from a snapshot that holds a queued waiter (its
+// heartbeat deadline still ahead) may have forgotten a lease granted after
+// the snapshot: the guard keeps it from voting, and it must not hand the
+// lock on either, for a waiter that hears notices from a quorum of nodes
+// takes the lock from them (a notice counts as its node's vote). A
+// release, a leave and a ForceRelease there free the lock as usual, but
+// hand it to no one and tell no one; the waiter stays queued, refused
+// until the node votes again. On a node that votes the same calls hand
+// the lock to the waiter and tell it.
+func TestGuard_nodeThatMayNotVoteHandsNothing(t *testing.T) {
+	for _, restarted := range []bool{false, true} {
+		n, cluster := oneNode(t)
+		ctx := context.Background()
+		admin := cluster.Admin(t, 0)
+		const window = time.Minute
+		lock := func(name string) node.Keys {
+			keys := keysOf("redlock:{" + name + "}")
+			keys.Guard = time.Minute
+			return keys
+		}
+		channel := func(keys node.Keys, owner string) string { return keys.Lock + ":" + owner }
+		queue := func(keys node.Keys, owner string, ticket int64) {
+			w := node.Waiter{Ticket: ticket, Lifetime: time.Minute, Channel: channel(keys, owner), Fair: true, Span: window}
+			if _, err := n.AcquireQueued(ctx, nil, keys, owner, owner+".1", time.Minute, w, window); err != nil {
+				t.Fatalf("%s by %s: %v", keys.Lock, owner, err)
+			}
+		}
+		// Each lock: holder holds it, w1 waits behind it (and w2 behind w1
+		// for the leave).
+		released, left, forced := lock("released"), lock("left"), lock("forced")
+		all := []node.Keys{released, left, forced}
+		for _, keys := range all {
+			queue(keys, "holder", 1)
+			queue(keys, "w1", 2)
+		}
+		queue(left, "w2", 3)
+		if restarted {
+			if err := admin.Save(ctx).Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := cluster.Nodes[0].Restart(true); err != nil {
+				t.Fatal(err)
+			}
+			if q := quarantineOf(t, n, released, "probe"); q.Why != node.WhyRestarted {
+				t.Fatalf("after the restart: %s; want the restart rule", q)
+			}
+		}
+		sub := admin.Subscribe(ctx, channel(released, "w1"), channel(left, "w1"), channel(forced, "w1"))
+		for range all {
+			if _, err := sub.Receive(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		rel, head, err := n.Release(ctx, released, "holder", "holder.1", 0, window)
+		if want := map[bool]string{false: node.Fingerprint("w1"), true: ""}[restarted]; err != nil || rel != node.LockDeleted || head != want {
+			t.Fatalf("restarted=%v: Release = %v, %q, %v; want the lock deleted, handed to %q", restarted, rel, head, err, want)
+		}
+		// The holder's key expired (the leases after the snapshot are
+		// forgotten, this one's too); then w2 gives up its place.
+		if err := admin.Del(ctx, left.Lock).Err(); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Leave(ctx, nil, left, "w2", "w2", "notice-left", window); err != nil {
+			t.Fatalf("restarted=%v: Leave: %v", restarted, err)
+		}
+		got, err := n.ForceRelease(ctx, forced, time.Minute, window, "notice-forced")
+		if want := map[bool]string{false: node.Fingerprint("w1"), true: ""}[restarted]; err != nil || got.Removed != 1 || got.Next != want {
+			t.Fatalf("restarted=%v: ForceRelease = %+v, %v; want one hold removed, handed to %q", restarted, got, err, want)
+		}
+
+		for _, keys := range all {
+			owner, _ := admin.HGet(ctx, keys.Lock, "owner").Result()
+			_, queued := admin.ZScore(ctx, keys.Queue, "w1").Result()
+			switch {
+			case !restarted && (owner != "w1" || queued == nil):
+				t.Fatalf("voting node: %s owner %q, w1 queued %v; want handed to w1, off the queue", keys.Lock, owner, queued == nil)
+			case restarted && (owner != "" || queued != nil):
+				t.Fatalf("quarantined node: %s owner %q, w1 queued %v; want free, w1 still queued", keys.Lock, owner, queued == nil)
+			}
+		}
+		notices := map[string]string{}
+		for wait := time.After(300 * time.Millisecond); len(notices) < len(all); {
+			select {
+			case msg := <-sub.Channel():
+				notices[msg.Channel] = msg.Payload
+				continue
+			case <-wait:
+			}
+			break
+		}
+		if err := sub.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if restarted {
+			if len(notices) != 0 {
+				t.Fatalf("quarantined node published %v; want no notice", notices)
+			}
+			// The waiter's own acquire is refused as any vote; once the
+			// node votes (here with a guard of a second, not to wait a
+			// minute) it takes the free lock: it heads the queue.
+			if _, err := n.AcquireQueued(ctx, nil, released, "w1", "w1.2", time.Minute, fairWaiter(2, time.Minute), window); !errors.Is(err, node.ErrQuarantined) {
+				t.Fatalf("w1's acquire on the quarantined node: %v; want ErrQuarantined", err)
+			}
+			short := released
+			short.Guard = time.Second
+			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				got, err := n.AcquireQueued(ctx, nil, short, "w1", "w1.3", time.Minute, fairWaiter(2, time.Minute), window)
+				if errors.Is(err, node.ErrQuarantined) && time.Now().Before(deadline) {
+					continue
+				}
+				if err != nil || !got.Granted {
+					t.Fatalf("w1's acquire once the node votes: %+v, %v; want granted", got, err)
+				}
+				break
+			}
+			continue
+		}
+		for _, keys := range all {
+			if notice := node.ParseNotice(notices[channel(keys, "w1")]); notice.Who != node.Fingerprint("w1") || notice.Hold != "w1.1" {
+				t.Fatalf("voting node: notice for %s %+v (all: %v); want w1's, naming w1.1", keys.Lock, notice, notices)
+			}
+		}
+	}
+}

@@ -33,7 +33,7 @@ local refused = guard(KEYS[6], ARGV[9])
 if refused then
   return refused
 end
-local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
+local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5], marker = KEYS[6], guard_ms = ARGV[9]}
 local owner, hold, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if redis.call('ZSCORE', KEYS[2], hold) then
   return timed({2})

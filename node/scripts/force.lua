@@ -9,6 +9,9 @@
 -- KEYS[1]  lock, KEYS[2] released holds, KEYS[3] queue, KEYS[4] alive,
 --          KEYS[5] wake (see queue.lua and release.lua)
 -- KEYS[6]  fence counter (see fence.lua)
+-- KEYS[7]  the node's marker, ARGV[4] restart guard in ms (see guard.lua):
+--          a node the guard keeps from voting hands the lock to no one
+--          (see hand in queue.lua); the holds are removed all the same
 -- ARGV[1]  how long to record the released holds, in ms: at least the
 --          lock's remaining time here is used
 -- ARGV[2]  handoff window in milliseconds (see hand in queue.lua)
@@ -19,7 +22,7 @@
 --   who      fingerprint of the waiter the lock went to ('' none)
 --   fence    the fencing counter, a decimal string ('0' when absent)
 -- Errors: WRONGTYPE; "not a lock" (see inspect.lua).
-local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
+local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5], marker = KEYS[7], guard_ms = ARGV[4]}
 local fence = redis.call('GET', KEYS[6]) or '0'
 local fields = redis.call('HGETALL', q.lock)
 local owner, holds = nil, {}

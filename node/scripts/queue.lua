@@ -1,7 +1,8 @@
 -- queue: the waiters of a lock and the handoff to the first of them. This
--- file (after guard.lua, for node_now) is put in front of every script
--- that queues waiters or frees the lock (acquire_queued.lua, release.lua,
--- leave.lua).
+-- file (after guard.lua, for node_now and guard) is put in front of every
+-- script that queues waiters or frees the lock (acquire_queued.lua,
+-- release.lua, leave.lua, force.lua; inspect.lua and acquire_read.lua
+-- read the queue).
 --
 -- Keys of one lock, all in one hash slot:
 --   lock   hash: field "owner" = owner id, one field per hold id; a lock
@@ -12,12 +13,24 @@
 --   alive  ZSET owner -> heartbeat deadline (node time, ms)
 --   wake   HASH owner -> the channel its notices go to (its client's)
 --
+-- A script names them in a table q = {lock, queue, alive, wake}; one that
+-- hands the lock on (calls hand) adds marker, the node's marker key, and
+-- guard_ms, the restart guard in ms (see guard.lua).
+--
 -- The handoff: when the lock is freed and a waiter heads the queue, the
 -- lock is not freed but given to that waiter (owner = it, "handed"), and
 -- only that waiter is told. No one else can take it in between. The
 -- waiter claims it with its next acquire (acquire_queued.lua), whose
 -- validity, as any grant's, counts from that acquire's own start: a
 -- handed lock grants nothing by itself.
+--
+-- But its notice does: a waiter that hears one from a quorum of nodes
+-- takes its lease from them without a claim round (adopt.go), so each
+-- notice counts as its node's grant. A node that may not vote (the guard
+-- in guard.lua refuses it: it may have forgotten a lease, so a lock it
+-- finds free may be held) hands the lock to no one and tells no one: the
+-- lock is freed as usual and the waiter stays queued; its acquire is
+-- refused until the node votes again, and then takes the free lock.
 
 -- has_waiters: whether anyone is queued. The queue, alive and wake keys
 -- always have the same members (enqueue, evict and dequeue change all
@@ -80,8 +93,10 @@ end
 -- <hold>", hold as in its wake entry). An entry without a hold (older
 -- clients) gets at most window ms and a notice "<id> <fingerprint>". It
 -- returns the fingerprint, or '' when no one waits. When the first waiter
--- is except (a waiter putting its own failed attempt back), the lock
--- stays free: that waiter tries again.
+-- is except (a waiter putting its own failed attempt back), or when the
+-- node may not vote (guard(q.marker, q.guard_ms) refuses: see the top of
+-- this file), the lock stays free: that waiter tries again. Waiters whose
+-- heartbeat lapsed are evicted all the same.
 local function hand(q, window, id, except)
   local now, head, deadline
   while true do
@@ -99,7 +114,7 @@ local function hand(q, window, id, except)
     evict(q, now)
     dequeue(q, head)
   end
-  if head == except then
+  if head == except or guard(q.marker, q.guard_ms) then
     return ''
   end
   local channel = redis.call('HGET', q.wake, head)

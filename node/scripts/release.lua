@@ -17,13 +17,16 @@
 --          was handed it, and none is queued: a waiter undoing its own
 --          attempt stays queued), the readers are told there (see
 --          acquire_read.lua)
--- ARGV[6]  optional: the owner's ticket, to put it back in the queue (the
+-- KEYS[6]  the node's marker, ARGV[6] restart guard in ms (see guard.lua):
+--          a node the guard keeps from voting hands the lock to no one
+--          (see hand in queue.lua)
+-- ARGV[7]  optional: the owner's ticket, to put it back in the queue (the
 --          undo of a failed attempt by a waiter that will try again: the
 --          grant took it off this node's queue, and without its place here
 --          the nodes would name different heads)
--- ARGV[7]  with ARGV[6]: its heartbeat lifetime in milliseconds
--- ARGV[8]  with ARGV[6]: the channel its notices go to
--- ARGV[9]  with ARGV[6]: its span (see queue.lua)
+-- ARGV[8]  with ARGV[7]: its heartbeat lifetime in milliseconds
+-- ARGV[9]  with ARGV[7]: the channel its notices go to
+-- ARGV[10] with ARGV[7]: its span (see queue.lua)
 --
 -- A lock handed to this owner and not claimed (see queue.lua) is passed
 -- on to the next waiter only by a release of the hold it names: the
@@ -40,7 +43,7 @@
 --            change, except that a lock handed to this owner and not
 --            claimed goes on to the next waiter
 --        -1  another owner holds the lock: no change
-local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
+local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5], marker = KEYS[6], guard_ms = ARGV[6]}
 local owner, hold = ARGV[1], ARGV[2]
 -- freed: the lock was deleted and went to the waiter who (or to no one).
 local function freed(who)
@@ -57,8 +60,8 @@ if life > 0 then
   redis.call('ZADD', KEYS[2], node_now() + life, hold)
   lengthen(KEYS[2], life)
 end
-if ARGV[6] then
-  enqueue(q, node_now(), owner, ARGV[6], tonumber(ARGV[7]), ARGV[8], hold, ARGV[9])
+if ARGV[7] then
+  enqueue(q, node_now(), owner, ARGV[7], tonumber(ARGV[8]), ARGV[9], hold, ARGV[10])
 end
 local fields = redis.call('HMGET', q.lock, 'owner', hold, 'handed')
 local holder, held = fields[1], fields[2]
@@ -68,7 +71,7 @@ if holder == owner and (fields[3] == hold or fields[3] == '1') then
   -- a handing of an older client's, "1", goes on at any release): on to
   -- the next waiter.
   redis.call('DEL', q.lock)
-  local who = hand(q, tonumber(ARGV[3]), hold, ARGV[6] and owner or nil)
+  local who = hand(q, tonumber(ARGV[3]), hold, ARGV[7] and owner or nil)
   if fields[3] ~= hold then
     return 0
   end
@@ -85,4 +88,4 @@ if redis.call('HLEN', q.lock) > 2 then
   return 1
 end
 redis.call('DEL', q.lock)
-return freed(hand(q, tonumber(ARGV[3]), hold, ARGV[6] and owner or nil))
+return freed(hand(q, tonumber(ARGV[3]), hold, ARGV[7] and owner or nil))
