@@ -172,10 +172,16 @@ func TestHandoff_adoptedLeaseReleasedAtOnce(t *testing.T) {
 	if err := lease.Unlock(context.Background()); err != nil {
 		t.Fatalf("Unlock of an adopted lease: %v", err)
 	}
+	// A node whose notice the waiter had not heard when it adopted is left
+	// in the background (handoff.settle): the leave passes on a lock it
+	// handed meanwhile. Freed by that, not expired: a handed lock lasts the
+	// queue's span, 5 s.
 	for i := range cluster.Nodes {
-		if n, err := cluster.Admin(t, i).Exists(context.Background(), "redlock:{quick}").Result(); err != nil || n != 0 {
-			t.Fatalf("node %d still has the lock after the adopted lease's release (%v)", i, err)
-		}
+		admin := cluster.Admin(t, i)
+		waitFor(t, 2*time.Second, fmt.Sprintf("node %d to free the lock after the adopted lease's release", i), func() bool {
+			n, err := admin.Exists(context.Background(), "redlock:{quick}").Result()
+			return err == nil && n == 0
+		})
 	}
 	mustUnlock(t, mustLockNow(t, testContext(t), newClient(t, cluster).Mutex("quick")))
 }

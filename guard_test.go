@@ -11,6 +11,7 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
 )
 
 // The restart guard (on by default): a majority restarted empty while a
@@ -51,10 +52,26 @@ func TestGuard_majorityFlushAll(t *testing.T) {
 			opts = append(opts, redlock.WithRestartGuard(0))
 		}
 		a, b := newClient(t, cluster, opts...), newClient(t, cluster, opts...)
-		held := mustLock(t, ctx, a.Mutex("flushed"))
+		// Nothing of a's may reach a flushed node after the flush: it would
+		// put a's hold back there (guard off: no overlapping lease for the
+		// control), or meet the quarantine and report it from a's Client
+		// too (guard on). So no watchdog (its renewal comes every TTL/3, and
+		// a loaded machine can delay the checks below past it), and the
+		// flush waits for a's request to the third node, which Lock does
+		// not wait for once two granted.
+		held := mustLock(t, ctx, a.Mutex("flushed", redlock.WithWatchdog(false)))
+		admins := []*redis.Client{cluster.Admin(t, 0), cluster.Admin(t, 1), cluster.Admin(t, 2)}
+		waitFor(t, 5*time.Second, "a's hold on every node", func() bool {
+			for _, admin := range admins {
+				if holdCount(t, admin, "redlock:{flushed}") != 1 {
+					return false
+				}
+			}
+			return true
+		})
 		flushed := time.Now()
 		for _, i := range []int{0, 1} {
-			if err := cluster.Admin(t, i).FlushAll(ctx).Err(); err != nil {
+			if err := admins[i].FlushAll(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -86,6 +86,11 @@ func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := held.held.(*lease)
+	// Lock returns at the quorum of nodes 0 and 1: on a loaded machine node
+	// 2's acquire can run only after that, and the leave that answers its
+	// refusal later still. Wait for both (the Client's background work),
+	// or the leave would take away the place made by hand below.
+	r.client.background.Wait()
 	waitUntil("the call to leave node 2's queue", func() bool { return len(queued()) == 0 })
 
 	// Node 2's acquire, as if it had timed out and run only now.
@@ -160,6 +165,7 @@ func TestLease_lateRefusalPassesOnOnlyItsOwnHanding(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := held.held.(*lease)
+	c.background.Wait() // a request of Lock's still on its way lands first
 	admin := cluster.Admin(t, 2)
 	handTo := func(named string) {
 		t.Helper()

@@ -54,9 +54,12 @@ func TestMulti_acrossTwoClients(t *testing.T) {
 	if err := lease.Unlock(ctx); !errors.Is(err, redlock.ErrReleased) {
 		t.Fatalf("second Unlock: %v", err)
 	}
-	if east.KeyCount(t)+west.KeyCount(t) != 0 {
-		t.Fatal("keys left after the Multi's Unlock")
-	}
+	// Each part's Lock returned at a quorum. On a loaded machine a request
+	// to a third node can time out and still run there after the release;
+	// the lease releases that late grant again (lease.lateAcquire).
+	waitFor(t, 5*time.Second, "no keys left after the Multi's Unlock", func() bool {
+		return east.KeyCount(t)+west.KeyCount(t) == 0
+	})
 }
 
 func TestMulti_lostPartLosesTheWhole(t *testing.T) {

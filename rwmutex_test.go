@@ -355,9 +355,10 @@ func TestRWMutex_badInput(t *testing.T) {
 	if err := read.Unlock(ctx); !errors.Is(err, redlock.ErrReleased) {
 		t.Fatalf("a second Unlock: %v, want ErrReleased", err)
 	}
-	if got := cluster.KeyCount(t); got != 0 {
-		t.Fatalf("%d keys left", got)
-	}
+	// RLock returned at a quorum. On a loaded machine its request to the
+	// third node can time out and still run there after the release; the
+	// lease releases that late grant again (lease.lateAcquire).
+	waitFor(t, 5*time.Second, "no keys left", func() bool { return cluster.KeyCount(t) == 0 })
 }
 
 func mustRLock(t *testing.T, ctx context.Context, rw *redlock.RWMutex) *redlock.Lease {

@@ -1,36 +1,136 @@
 #!/usr/bin/env bash
 # Checks the Promela models with Spin: every property must hold in each
 # protocol configuration, and every negative variant must yield a
-# counterexample (a check that cannot fail proves nothing). One line per
-# check; exits non-zero if any check does not come out as required.
+# counterexample (a check that cannot fail proves nothing). Exits non-zero
+# if any check does not come out as required, or a search did not complete.
 # Needs spin and gcc (apt-get install -y spin gcc).
+#
+# Usage: bash model/check.sh [full|small] [PATTERN]
+#   full   (the default; `make model`) every check in the configuration of
+#          the table in model/README.md: about 20 minutes and up to 9.4 GB
+#          on a 2-core machine.
+#   small  (`make test`) every negative variant and nearly every positive
+#          check again, each in its small configuration (the words after
+#          `small:` on its line): under a minute and under 1 GB in all.
+#          Each negative variant must still yield its counterexample, each
+#          property still hold, in a smaller world: fewer ticks, attempts,
+#          renewals or permits. pan runs with a 2^22-slot hash table.
+#   PATTERN  a shell glob: run only the checks whose name matches it, e.g.
+#          `bash model/check.sh small 'neg-*'` or `... full lock-guard-*`.
+# Environment: MODEL_TIER instead of the first argument; MODEL_JOBS, the
+# checks run at once (default: 2 in the small tier, 1 in the full one,
+# whose largest checks take 9 GB each).
+#
+# The checks: one line each, below (after the small tier's notes):
+#
+#   check NAME MODEL EXPECT [-D...] [small: WORD...]
+#
+#   NAME    unique; a negative variant's starts with neg-.
+#   MODEL   a .pml file in model/.
+#   EXPECT  pass (every assertion holds, the search completes) or fail
+#           (a counterexample: an assertion violated).
+#   -D...   the check's configuration, passed to spin -a: the full tier
+#           runs exactly these.
+#   small:  the words after it apply in the small tier only:
+#           -DNAME or -DNAME=V  replaces a -DNAME or -DNAME=V given before
+#                   it on the line, or adds it;
+#           -O2     compiles pan with -O2 instead of the small tier's -O0
+#                   (-O0 compiles 4 times faster, pan runs 2 times slower:
+#                   -O2 pays above about a million states);
+#           skip    leaves the check out of the small tier: only for a
+#                   positive check whose property another small check
+#                   covers, and that no -D makes small. Never for a
+#                   negative variant (refused).
+#           A check without `small:` runs as in the full tier. A new check
+#           needs a small configuration of at most a few seconds (and, for
+#           a negative variant, one that still fails): try it with
+#           `bash model/check.sh small NAME`, and `... full NAME`.
+#           The full tier compiles with -O2.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+tier=${1:-${MODEL_TIER:-full}}
+pattern=${2:-*}
+case $tier in
+small) jobs=${MODEL_JOBS:-2} hash=-w22 ;;
+full) jobs=${MODEL_JOBS:-1} hash= ;;
+*) echo "usage: bash model/check.sh [full|small] [PATTERN]" >&2; exit 2 ;;
+esac
 command -v spin >/dev/null || { echo "model: spin not found: apt-get install -y spin" >&2; exit 1; }
+command -v gcc >/dev/null || { echo "model: gcc not found: apt-get install -y gcc" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failed=0
 started=$SECONDS
 
-# check NAME MODEL EXPECT(pass|fail) [-D...]
+names=() models=() expects=() configs=() opts=() seen=" " skipped=()
+
+# check NAME MODEL EXPECT [-D...] [small: WORD...]: registers one check.
 check() {
 	local name=$1 model=$2 expect=$3
 	shift 3
-	local dir="$work/$name"
+	local base=() small=() in_small=false skip=false opt=-O2 word
+	[ "$tier" = full ] || opt=-O0
+	for word in "$@"; do
+		if [ "$word" = small: ]; then
+			in_small=true
+		elif ! $in_small; then
+			base+=("$word")
+		elif [ "$word" = skip ]; then
+			skip=true
+		elif [[ $word == -O* ]]; then
+			[ "$tier" = full ] || opt=$word
+		elif [[ $word == -D* ]]; then
+			small+=("$word")
+		else
+			echo "model: $name: after small:, -D..., -O... or skip, not $word" >&2; exit 2
+		fi
+	done
+	case $expect in pass|fail) ;; *) echo "model: $name: EXPECT is pass or fail, not $expect" >&2; exit 2 ;; esac
+	[ -f "$here/$model" ] || { echo "model: $name: no $model in model/" >&2; exit 2; }
+	[[ $seen != *" $name "* ]] || { echo "model: $name: two checks of that name" >&2; exit 2; }
+	seen+="$name "
+	if $skip && [ "$expect" = fail ]; then
+		echo "model: $name: a negative variant runs in the small tier too (small: skip refused)" >&2; exit 2
+	fi
+	# shellcheck disable=SC2053
+	[[ $name == $pattern ]] || return 0
+	if [ "$tier" = small ]; then
+		if $skip; then
+			skipped+=("$name")
+			return 0
+		fi
+		local merged=() b s
+		for b in "${base[@]}"; do
+			for s in "${small[@]}"; do
+				[ "${s%%=*}" != "${b%%=*}" ] || continue 2
+			done
+			merged+=("$b")
+		done
+		base=("${merged[@]}" "${small[@]}")
+	fi
+	names+=("$name") models+=("$model") expects+=("$expect") configs+=("${base[*]}") opts+=("$opt")
+}
+
+# run I: checks the I-th check, leaving its report line in $work/I.line and
+# "ok" in $work/I.ok if it came out as required.
+run() {
+	local i=$1 name=${names[$1]} model=${models[$1]} expect=${expects[$1]}
+	local -a config
+	read -r -a config <<<"${configs[$1]}"
+	local dir="$work/$i" t0=$SECONDS out errors states memory result ok=false
 	mkdir -p "$dir"
 	cp "$here/$model" "$dir/"
-	local t0=$SECONDS out errors states memory result
-	(cd "$dir" && spin -a "$@" "$model" >spin.out 2>&1 && gcc -O2 -DSAFETY -o pan pan.c >gcc.out 2>&1) || {
-		echo "model: $name: spin or gcc failed:"; cat "$dir"/*.out; failed=1; return
-	}
-	out=$(cd "$dir" && ./pan -E -m10000 2>&1) || true
+	if ! (cd "$dir" && spin -a "${config[@]}" "$model" >spin.out 2>&1 && gcc "${opts[$i]}" -DSAFETY -o pan pan.c >gcc.out 2>&1); then
+		{ echo "model: $name: spin or gcc failed:"; cat "$dir"/*.out; } >"$work/$i.line"
+		return
+	fi
+	out=$(cd "$dir" && ./pan -E -m10000 $hash 2>&1) || true
 	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' <<<"$out" | head -1)
 	states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' <<<"$out" | head -1)
 	memory=$(sed -n 's/^ *\([0-9.]*\)\s*total actual memory usage.*/\1/p' <<<"$out" | head -1)
 	if grep -q "search not completed\|max search depth too small" <<<"$out"; then
-		result="INCOMPLETE search"; failed=1
+		result="INCOMPLETE search"
 	elif [ "$expect" = pass ] && [ "$errors" = 0 ]; then
-		result="ok: holds"
+		result="ok: holds"; ok=true
 	elif [ "$expect" = fail ] && [ -n "$errors" ] && [ "$errors" -gt 0 ]; then
 		local what
 		case $(grep -m1 'assertion violated' <<<"$out") in
@@ -42,81 +142,129 @@ check() {
 		*releasedOn*) what="a released hold granted again" ;;
 		*) what="assertion violated" ;;
 		esac
-		result="ok: counterexample ($what)"
+		result="ok: counterexample ($what)"; ok=true
 	else
-		result="FAILED: expected to $expect, errors: ${errors:-?}"; failed=1
+		result="FAILED: expected to $expect, errors: ${errors:-?}"
 	fi
-	printf 'model: %-27s %-45s %9s states %5.0f MB %3ss\n' "$name" "$result" "${states:-?}" "${memory:-?}" $((SECONDS - t0))
+	printf 'model: %-27s %-45s %9s states %5.0f MB %3ss\n' "$name" "$result" "${states:-?}" "${memory:-?}" $((SECONDS - t0)) >"$work/$i.line"
+	if $ok; then touch "$work/$i.ok"; fi
 }
 
-# Fencing tokens (fencing.pml).
-check fencing                   fencing.pml pass
-check fencing-restart-empty     fencing.pml pass -DCRASH -DMAXCLOCK=1
-check neg-fencing-at-vote-time  fencing.pml fail -DOLDFENCE
-check neg-fencing-no-clock-term fencing.pml fail -DCRASH -DNOCLOCK -DMAXCLOCK=1
-# The lock (lock.pml).
-check lock                      lock.pml pass
-check lock-restart-after-ttl    lock.pml pass -DCRASH
-check lock-tombstones           lock.pml pass -DLATE -DMAXCLOCK=2
-check lock-tombstones-restart   lock.pml pass -DLATE -DMAXCLOCK=2 -DCRASH
-check neg-majority-empty        lock.pml fail -DMAJWIPE
-check neg-restart-empty-at-once lock.pml fail -DCRASH -DEARLY
-check lock-guard-restart-at-once lock.pml pass -DCRASH -DEARLY -DGUARD
-check lock-guard-majority-empty lock.pml pass -DMAJWIPE -DGUARD
-check neg-guard-shorter-than-ttl lock.pml fail -DMAJWIPE -DGUARD -DDRIFT=0 -DGUARDFOR=1
-check lock-clock-check-fast-node lock.pml pass -DFAST -DCLOCKCHECK
-check neg-fast-clock-counted    lock.pml fail -DFAST
-check neg-quorum-n-over-2       lock.pml fail -DQ=1
-check neg-no-tombstones         lock.pml fail -DLATE -DMAXCLOCK=2 -DNOTOMB
-# The restart guard against snapshots, empty restarts, flushes, AOF (guard.pml).
-check guard-snapshot-restart    guard.pml pass -DSNAPSHOT
-check guard-empty-restart       guard.pml pass -DEMPTY
-check guard-flush               guard.pml pass -DFLUSH
-check guard-aof-restart         guard.pml pass -DAOF
-check neg-guard-trusts-marker   guard.pml fail -DSNAPSHOT -DTRUSTMARKER
-check neg-guard-declared-forever guard.pml fail -DSNAPSHOT -DDECLFOREVER
-check neg-guard-no-flush-check  guard.pml fail -DFLUSH -DNOFLUSHCHECK
-check guard-snapshot-undeclared guard.pml pass -DSNAPSHOT -DUNDECLARED
-check neg-guard-trusts-made-marker guard.pml fail -DSNAPSHOT -DUNDECLARED -DTRUSTMARKER
-# The handoff to the first waiter (handoff.pml).
-check handoff                   handoff.pml pass
-check neg-handoff-notice-grants handoff.pml fail -DADOPT
-# Direct adoption of a handed lock (adopt.pml).
-check adopt                     adopt.pml pass
-check adopt-short-queue-life    adopt.pml pass -DLIFE=1
-check adopt-long-queue-life     adopt.pml pass -DLIFE=3
-check neg-adopt-from-notice     adopt.pml fail -DFROMNOTICE
-check neg-adopt-older-attempt   adopt.pml fail -DANYATTEMPT
-check neg-adopt-pass-any-hold   adopt.pml fail -DPASSANY
-check neg-adopt-unheard-refusal adopt.pml fail -DANYREFUSAL
-check adopt-leaves-after-release adopt.pml pass -DLEAVES -DMAXCLOCK=2
-check neg-adopt-leave-whole-call adopt.pml fail -DLEAVES -DLEAVECALL -DMAXCLOCK=2
-check adopt-late-overtaking     adopt.pml pass -DLATE -DOVERTAKE -DMAXCLOCK=2
-check neg-adopt-late-claims     adopt.pml fail -DLATE -DOVERTAKE -DNOSTALE -DMAXCLOCK=2
-# The semaphore (semaphore.pml).
-check semaphore                 semaphore.pml pass
-check semaphore-restart-after-ttl semaphore.pml pass -DCRASH -DMAXCLOCK=2
-check semaphore-permits-check   semaphore.pml pass -DMISMATCH -DPERMITCHECK -DTWO
-check semaphore-permits-check-restart semaphore.pml pass -DMISMATCH -DPERMITCHECK -DTWO -DCRASH -DMAXCLOCK=2
-check neg-semaphore-counts      semaphore.pml fail -DCOUNTS
-check neg-permits-mismatch      semaphore.pml fail -DMISMATCH
-check neg-permits-uncapped      semaphore.pml fail -DMISMATCH -DPERMITCHECK -DTWO -DNOCAP -DMAXCLOCK=2
-check neg-permits-restart-at-once semaphore.pml fail -DMISMATCH -DPERMITCHECK -DTWO -DCRASH -DEARLY -DMAXCLOCK=2
-check neg-semaphore-shared-owner semaphore.pml fail -DSHARED
-# The read-write lock (rwlock.pml).
-check rwlock                      rwlock.pml pass
-check rwlock-renewals             rwlock.pml pass -DRENEWS2=1 -DWRENEWS=1 -DTRIES=1 -DMAXCLOCK=2
-check rwlock-plain-writer         rwlock.pml pass -DPLAIN
-check rwlock-restart-after-ttl    rwlock.pml pass -DCRASH -DTRIES=1
-check rwlock-late                 rwlock.pml pass -DLATE -DTRIES=1 -DMAXCLOCK=2
-check neg-read-ignores-writer     rwlock.pml fail -DREADIGNORESWRITER
-check neg-writer-joins-readers    rwlock.pml fail -DWRITERJOINSREADERS
-check neg-release-deletes-readers rwlock.pml fail -DRELEASEDELETES
-check neg-read-join-keeps-expiry  rwlock.pml fail -DJOINKEEPSEXPIRY
-check neg-renew-join-keeps-expiry rwlock.pml fail -DRENEWJOINKEEPSEXPIRY
+# report: prints, in the order of the list, the lines of the checks done so far.
+printed=0
+report() {
+	while [ "$printed" -lt ${#names[@]} ] && [ -e "$work/$printed.done" ]; do
+		cat "$work/$printed.line"
+		printed=$((printed + 1))
+	done
+}
 
+# The small tier's configurations, and what they keep (the models' own
+# comments say what each -D means). MAXCLOCK is the last tick: with TTL 2,
+# a key set at tick 0 outlives MAXCLOCK=1, and MAXCLOCK=0 (fencing) never
+# ticks, so leases end by their Unlock only. TTL=1 DRIFT=0 MAXCLOCK=1
+# (lock, semaphore, rwlock): a key, a lease, a restart's wait and the guard
+# all last one tick, so each still ends within the run. TRIES=1: one
+# attempt (adopt) or round (rwlock writer) instead of two. RENEWS=0: reader
+# 1 does not renew. K=1: one permit (client 1 believes in two under
+# MISMATCH). Left to the full tier (skip): fencing-restart-empty (20 M
+# states at its smallest clock), lock-tombstones-restart (tombstones and
+# restarts are each checked small) and lock-guard-restart-at-once (the
+# guard is checked small by lock-guard-majority-empty).
+
+# Fencing tokens (fencing.pml).
+check fencing                   fencing.pml pass                            small: -DMAXCLOCK=0
+check fencing-restart-empty     fencing.pml pass -DCRASH -DMAXCLOCK=1       small: skip
+check neg-fencing-at-vote-time  fencing.pml fail -DOLDFENCE                 small: -DMAXCLOCK=0
+check neg-fencing-no-clock-term fencing.pml fail -DCRASH -DNOCLOCK -DMAXCLOCK=1 small: -O2
+# The lock (lock.pml).
+check lock                      lock.pml pass                               small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check lock-restart-after-ttl    lock.pml pass -DCRASH                       small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1 -O2
+check lock-tombstones           lock.pml pass -DLATE -DMAXCLOCK=2           small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check lock-tombstones-restart   lock.pml pass -DLATE -DMAXCLOCK=2 -DCRASH   small: skip
+check neg-majority-empty        lock.pml fail -DMAJWIPE                     small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check neg-restart-empty-at-once lock.pml fail -DCRASH -DEARLY               small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check lock-guard-restart-at-once lock.pml pass -DCRASH -DEARLY -DGUARD      small: skip
+check lock-guard-majority-empty lock.pml pass -DMAJWIPE -DGUARD             small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1 -O2
+check neg-guard-shorter-than-ttl lock.pml fail -DMAJWIPE -DGUARD -DDRIFT=0 -DGUARDFOR=1 small: -DMAXCLOCK=1
+check lock-clock-check-fast-node lock.pml pass -DFAST -DCLOCKCHECK          small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check neg-fast-clock-counted    lock.pml fail -DFAST                        small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check neg-quorum-n-over-2       lock.pml fail -DQ=1                         small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check neg-no-tombstones         lock.pml fail -DLATE -DMAXCLOCK=2 -DNOTOMB  small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+# The restart guard against snapshots, empty restarts, flushes, AOF (guard.pml).
+check guard-snapshot-restart    guard.pml pass -DSNAPSHOT                   small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=2 -O2
+check guard-empty-restart       guard.pml pass -DEMPTY                      small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=2 -O2
+check guard-flush               guard.pml pass -DFLUSH                      small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=2 -O2
+check guard-aof-restart         guard.pml pass -DAOF                        small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=2 -O2
+check neg-guard-trusts-marker   guard.pml fail -DSNAPSHOT -DTRUSTMARKER     small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=2
+check neg-guard-declared-forever guard.pml fail -DSNAPSHOT -DDECLFOREVER    small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=2
+check neg-guard-no-flush-check  guard.pml fail -DFLUSH -DNOFLUSHCHECK       small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=2 -O2
+check guard-snapshot-undeclared guard.pml pass -DSNAPSHOT -DUNDECLARED      small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=2 -O2
+check neg-guard-trusts-made-marker guard.pml fail -DSNAPSHOT -DUNDECLARED -DTRUSTMARKER small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=2
+# The handoff to the first waiter (handoff.pml).
+check handoff                   handoff.pml pass                            small: -DMAXCLOCK=1
+check neg-handoff-notice-grants handoff.pml fail -DADOPT                    small: -DMAXCLOCK=1
+# Direct adoption of a handed lock (adopt.pml).
+check adopt                     adopt.pml pass                              small: -DTRIES=1
+check adopt-short-queue-life    adopt.pml pass -DLIFE=1                     small: -DTRIES=1
+check adopt-long-queue-life     adopt.pml pass -DLIFE=3                     small: -DTRIES=1
+check neg-adopt-from-notice     adopt.pml fail -DFROMNOTICE
+check neg-adopt-older-attempt   adopt.pml fail -DANYATTEMPT                 small: -DMAXCLOCK=1
+check neg-adopt-pass-any-hold   adopt.pml fail -DPASSANY                    small: -DMAXCLOCK=1
+check neg-adopt-unheard-refusal adopt.pml fail -DANYREFUSAL
+check adopt-leaves-after-release adopt.pml pass -DLEAVES -DMAXCLOCK=2       small: -DTRIES=1
+check neg-adopt-leave-whole-call adopt.pml fail -DLEAVES -DLEAVECALL -DMAXCLOCK=2 small: -DMAXCLOCK=1
+check adopt-late-overtaking     adopt.pml pass -DLATE -DOVERTAKE -DMAXCLOCK=2 small: -DTRIES=1
+check neg-adopt-late-claims     adopt.pml fail -DLATE -DOVERTAKE -DNOSTALE -DMAXCLOCK=2 small: -DMAXCLOCK=1
+# The semaphore (semaphore.pml).
+check semaphore                 semaphore.pml pass                          small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check semaphore-restart-after-ttl semaphore.pml pass -DCRASH -DMAXCLOCK=2   small: -DK=1 -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check semaphore-permits-check   semaphore.pml pass -DMISMATCH -DPERMITCHECK -DTWO small: -DK=1 -DMAXCLOCK=1
+check semaphore-permits-check-restart semaphore.pml pass -DMISMATCH -DPERMITCHECK -DTWO -DCRASH -DMAXCLOCK=2 small: -DK=1 -DMAXCLOCK=1
+check neg-semaphore-counts      semaphore.pml fail -DCOUNTS
+check neg-permits-mismatch      semaphore.pml fail -DMISMATCH               small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check neg-permits-uncapped      semaphore.pml fail -DMISMATCH -DPERMITCHECK -DTWO -DNOCAP -DMAXCLOCK=2 small: -DK=1
+check neg-permits-restart-at-once semaphore.pml fail -DMISMATCH -DPERMITCHECK -DTWO -DCRASH -DEARLY -DMAXCLOCK=2 small: -DK=1
+check neg-semaphore-shared-owner semaphore.pml fail -DSHARED                small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+# The read-write lock (rwlock.pml).
+check rwlock                      rwlock.pml pass                           small: -DTRIES=1 -DMAXCLOCK=1
+check rwlock-renewals             rwlock.pml pass -DRENEWS2=1 -DWRENEWS=1 -DTRIES=1 -DMAXCLOCK=2 small: -DRENEWS=0 -DRENEWS2=0 -DMAXCLOCK=1
+check rwlock-plain-writer         rwlock.pml pass -DPLAIN                   small: -DTRIES=1 -DRENEWS=0 -DTTL=1 -DMAXCLOCK=1
+check rwlock-restart-after-ttl    rwlock.pml pass -DCRASH -DTRIES=1         small: -DRENEWS=0 -DTTL=1 -DMAXCLOCK=1
+check rwlock-late                 rwlock.pml pass -DLATE -DTRIES=1 -DMAXCLOCK=2 small: -DRENEWS=0 -DMAXCLOCK=1
+check neg-read-ignores-writer     rwlock.pml fail -DREADIGNORESWRITER       small: -DTRIES=1 -DRENEWS=0 -DMAXCLOCK=2
+check neg-writer-joins-readers    rwlock.pml fail -DWRITERJOINSREADERS      small: -DTRIES=1 -DRENEWS=0 -DMAXCLOCK=2
+check neg-release-deletes-readers rwlock.pml fail -DRELEASEDELETES          small: -DTRIES=1 -DRENEWS=0 -DMAXCLOCK=2
+check neg-read-join-keeps-expiry  rwlock.pml fail -DJOINKEEPSEXPIRY         small: -DMAXCLOCK=2
+check neg-renew-join-keeps-expiry rwlock.pml fail -DRENEWJOINKEEPSEXPIRY    small: -DMAXCLOCK=2
+
+[ ${#names[@]} -gt 0 ] || { echo "model: no check's name matches $pattern" >&2; exit 2; }
+echo "model: $tier tier, ${#names[@]} checks, $jobs at a time"
+if [ ${#skipped[@]} -gt 0 ]; then
+	echo "model: left to the full tier (make model): ${skipped[*]}"
+fi
+running=0
+for i in "${!names[@]}"; do
+	while [ "$running" -ge "$jobs" ]; do
+		wait -n || true
+		running=$((running - 1))
+		report
+	done
+	(
+		set +e
+		run "$i"
+		touch "$work/$i.done"
+	) &
+	running=$((running + 1))
+done
+wait
+report
+failed=0
+for i in "${!names[@]}"; do
+	[ -e "$work/$i.ok" ] || failed=$((failed + 1))
+done
 if [ "$failed" -ne 0 ]; then
-	echo "model: FAILED ($((SECONDS - started))s)"
+	echo "model: $tier tier FAILED: $failed of ${#names[@]} checks did not come out as required ($((SECONDS - started))s)"
 	exit 1
 fi
-echo "model: every property holds and every negative variant fails ($((SECONDS - started))s)"
+echo "model: $tier tier: every property holds and every negative variant fails (${#names[@]} checks, $((SECONDS - started))s)"
