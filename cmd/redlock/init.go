@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"sync"
 	"syscall"
 	"time"
 
@@ -144,17 +143,9 @@ func initNodes(args []string, stdout, stderr io.Writer) int {
 // timeout) and returns each node's error, in node order. redlock init and
 // the demo's own nodes both come this way.
 func (ns *nodeSet) declare(ctx context.Context, prefix string, timeout time.Duration) []error {
-	errs := make([]error, len(ns.clients))
-	var wg sync.WaitGroup
-	for i, client := range ns.clients {
-		wg.Go(func() {
-			ctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			errs[i] = declareOne(ctx, client, prefix)
-		})
-	}
-	wg.Wait()
-	return errs
+	return ns.each(ctx, timeout, func(ctx context.Context, client *redis.Client) error {
+		return declareOne(ctx, client, prefix)
+	})
 }
 
 // declareOne declares one node, trying again while it refuses connections

@@ -170,19 +170,26 @@ func (ns *nodeSet) quorumAnswers(ctx context.Context, timeout time.Duration) (bo
 	return false, failed
 }
 
-// ping asks every node at once and returns the failures, one
-// *redlock.NodeError per node that did not answer within the timeout.
-func (ns *nodeSet) ping(ctx context.Context, timeout time.Duration) []*redlock.NodeError {
+// each runs f on every node at once, each within timeout, and returns
+// each node's error, in node order.
+func (ns *nodeSet) each(ctx context.Context, timeout time.Duration, f func(context.Context, *redis.Client) error) []error {
 	errs := make([]error, len(ns.clients))
 	var wg sync.WaitGroup
 	for i, client := range ns.clients {
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			errs[i] = client.Ping(ctx).Err()
+			errs[i] = f(ctx, client)
 		})
 	}
 	wg.Wait()
+	return errs
+}
+
+// ping asks every node at once and returns the failures, one
+// *redlock.NodeError per node that did not answer within the timeout.
+func (ns *nodeSet) ping(ctx context.Context, timeout time.Duration) []*redlock.NodeError {
+	errs := ns.each(ctx, timeout, func(ctx context.Context, client *redis.Client) error { return client.Ping(ctx).Err() })
 	var failed []*redlock.NodeError
 	for i, err := range errs {
 		if err != nil {
