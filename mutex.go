@@ -218,9 +218,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 			return nil, outcome.err
 		}
 		delay, contended = m.mode.pace(delay, outcome)
-		if !outcome.votesAgain.IsZero() {
-			delay = max(delay, untilVotes(outcome.votesAgain))
-		}
+		delay = m.quarantineWait(delay, outcome)
 		timer := time.NewTimer(delay)
 		var handed <-chan struct{}
 		if k.handoff != nil {

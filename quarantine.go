@@ -177,3 +177,17 @@ func collectNodeErrors(err error, into *[]*NodeError) {
 		collectNodeErrors(e.Unwrap(), into)
 	}
 }
+
+// quarantineWait is the wait before the next attempt when quarantines keep
+// a quorum from voting: until they end, but no longer than the queue's
+// heartbeat, so a waiter keeps its place on the nodes that vote.
+func (m *Mutex) quarantineWait(delay time.Duration, o outcome) time.Duration {
+	if o.votesAgain.IsZero() {
+		return delay
+	}
+	wait := untilVotes(o.votesAgain)
+	if m.queue != nil {
+		wait = min(wait, m.queue.Heartbeat())
+	}
+	return max(delay, wait)
+}
