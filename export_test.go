@@ -17,3 +17,15 @@ func SetHandoffGrace(t testing.TB, d time.Duration) {
 	handoffGrace = d
 	t.Cleanup(func() { handoffGrace = old })
 }
+
+// CloseGrace is how long c's Close would let calls still out finish.
+func CloseGrace(c *Client) time.Duration { return c.closeGrace() }
+
+// NodeRTTs is what c learned of each node's round trip (0: nothing yet).
+func NodeRTTs(c *Client) []time.Duration {
+	rtts := make([]time.Duration, len(c.nodes))
+	for i, n := range c.nodes {
+		rtts[i], _ = n.RTT()
+	}
+	return rtts
+}

@@ -44,7 +44,7 @@ func (l *lease) Extend(ctx context.Context) error {
 	renewed := tally.Yes >= need && l.renewed(start)
 	// Hold ops until every node answered: a renewal still on its way could
 	// otherwise land after an Unlock's release and re-create the lock.
-	waitAll, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.settings.nodeTimeout)
+	waitAll, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.settings.roundTimeout())
 	defer cancel()
 	round.WaitAll(waitAll)
 	if renewed {

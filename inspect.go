@@ -234,7 +234,7 @@ func (m *Mutex) eachNode(ctx context.Context, errs []error, fn func(ctx context.
 		}
 	}
 	m.onNodes(ctx, live, func(ctx context.Context, i int) {
-		ctx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
+		ctx, cancel := context.WithTimeout(ctx, m.settings.roundTimeout())
 		defer cancel()
 		errs[i] = fn(ctx, i, m.client.nodes[i])
 	})

@@ -69,6 +69,7 @@ type settings struct {
 	quorum       int // 0: a majority of the nodes
 	driftFactor  float64
 	nodeTimeout  time.Duration
+	stretch      func(time.Duration) time.Duration // the Client's: see roundTimeout
 	retry        func() backoff.BackOff
 	fair         bool
 	queueTimeout time.Duration

@@ -34,6 +34,8 @@ type Client struct {
 	tag      string                  // names this Client's notice channels
 	longest  atomic.Int64            // the longest TTL used so far: the default restart guard
 	quarantines
+	stopWarm context.CancelFunc // cuts the warm-up (see warm)
+	warmed   <-chan error       // the warm-up's results, one per node
 
 	// background tracks every goroutine the Client starts (stragglers of a
 	// round, deferred releases); Close waits for all of them.
@@ -50,6 +52,8 @@ type Client struct {
 // New returns a Client over nodes: one client per independent Redis node
 // (each may itself be a Redis Cluster or a Sentinel-backed client). The
 // Client does not close them. Options set the defaults of every Mutex.
+// New does not wait for the nodes: it starts connecting to each, and
+// reading its clock, in the background, so the first Lock need not.
 //
 // For each call to a node to be cut off at the node timeout, make the
 // clients with ContextTimeoutEnabled: true (Dial does); otherwise rounds
@@ -64,6 +68,7 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	}
 	c := &Client{defaults: defaults, leases: make(map[*lease]struct{}), done: make(chan struct{}), tag: reentrant.NewID()}
 	c.longest.Store(int64(defaults.ttl))
+	c.defaults.stretch = c.stretch
 	for i, client := range nodes {
 		if isNil(client) {
 			return nil, fmt.Errorf("%w: node %d is a nil client", ErrConfig, i)
@@ -74,14 +79,16 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 	c.health = newHealth(len(nodes))
 	c.watchdog = newWatchdog(c)
 	c.sweeper = newSweeper(c)
+	c.warmed = c.warm()
 	return c, nil
 }
 
 // Dial makes one go-redis client per URL (redis:// or rediss://, with
 // user, password and database as go-redis's ParseURL reads them) and
-// returns a Client that owns them: Close closes them. It does not contact
-// the nodes: a URL of a node that is down is not an error here (the
-// nodes may come up later, and the lock needs only a quorum); the first
+// returns a Client that owns them: Close closes them. Like New, it
+// connects to every node in the background; it returns once a quorum
+// answered, or after the node timeout. A node that is down is not an error
+// here (it may come up later, and the lock needs only a quorum); the first
 // Lock or TryLock reports unreachable nodes as *NodeError. Only a
 // malformed URL or option is (ErrConfig).
 //
@@ -145,6 +152,7 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 		return nil, err
 	}
 	c.owned = clients
+	c.awaitWarm(c.warmed, timeout)
 	return c, nil
 }
 
@@ -156,8 +164,9 @@ const closeParallelism = 64
 // Close releases every lease the Client still holds (each bounded by the
 // node timeout, best effort: a lease that cannot be released expires at its
 // TTL), closes the connections Dial made, and waits for all background
-// work to stop. Calls still out get 100 ms (at most the node timeout) to
-// finish; then closing Dial's connections cuts those to a silent node.
+// work to stop. Calls still out get three round trips of the farthest node
+// (at least 100 ms) to finish; then closing Dial's connections cuts those
+// to a silent node.
 // Calls on the caller's own clients (New) end at their timeouts, and Close
 // waits for them. After Close every method returns ErrClosed.
 func (c *Client) Close() error {
@@ -169,6 +178,7 @@ func (c *Client) Close() error {
 	c.closed = true
 	close(c.done)
 	c.mu.Unlock()
+	c.stopWarm()
 	// Calls in progress end soon (waiters see done; a round is bounded by
 	// the node timeout); only then is the set of leases final.
 	c.calls.Wait()
@@ -209,7 +219,7 @@ func (c *Client) Close() error {
 	// waits for them.
 	var errs []error
 	if len(c.owned) > 0 {
-		grace := time.NewTimer(min(closeGrace, c.defaults.nodeTimeout))
+		grace := time.NewTimer(c.closeGrace())
 		select {
 		case <-idle:
 		case <-grace.C:
@@ -224,10 +234,6 @@ func (c *Client) Close() error {
 	<-idle
 	return joinErrors(errs...)
 }
-
-// closeGrace is how long Close lets calls still out finish before it cuts
-// those on Dial's connections: a round trip, even across datacenters.
-const closeGrace = 100 * time.Millisecond
 
 // Mutex returns the lock called name. It is cheap and safe for concurrent
 // use; options override the Client's defaults for this mutex. Invalid input
@@ -367,8 +373,14 @@ func redactURLError(err error, url string) string {
 	return message
 }
 
-// roundTimeout is how long a fan-out round may take.
-func (s *settings) roundTimeout() time.Duration { return s.nodeTimeout }
+// roundTimeout is how long a fan-out round may take: the node timeout,
+// stretched for nodes far away (Client.stretch).
+func (s *settings) roundTimeout() time.Duration {
+	if s.stretch == nil {
+		return s.nodeTimeout
+	}
+	return s.stretch(s.nodeTimeout)
+}
 
 // dialPoolSize is the connection pool of each client Dial makes. The Client
 // pipelines its calls to a node (one pipeline in flight at a time), so a

@@ -43,7 +43,7 @@ func (m *Mutex) onNodes(ctx context.Context, nodes []int, fn func(ctx context.Co
 // (leaveAfterRelease): the release of a hold whose acquire there timed
 // out, of a lease, or of an attempt whose call has ended by then.
 func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, uncertain bool, leaving func() bool) {
-	ctx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.settings.roundTimeout())
 	defer cancel()
 	_, err := m.releaseOn(ctx, i, owner, hold, uncertain)
 	switch {
@@ -80,7 +80,7 @@ func (m *Mutex) leaveAfterRelease(ctx context.Context, i int, owner, hold string
 // it; as releaseNode otherwise (the sweeper retries it when the node does
 // not answer).
 func (m *Mutex) undoGrant(ctx context.Context, i int, k *call, hold string) {
-	ctx, cancel := context.WithTimeout(ctx, m.settings.nodeTimeout)
+	ctx, cancel := context.WithTimeout(ctx, m.settings.roundTimeout())
 	defer cancel()
 	if err := m.mode.undo(ctx, i, k, hold); err != nil {
 		m.client.nodeError(&m.settings, i, err)

@@ -62,7 +62,7 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 		lead = c.health.lead()
 		lead0 = lead
 		order.Expect(1)
-		leadCtx, cancel := context.WithTimeout(ctx, s.nodeTimeout)
+		leadCtx, cancel := context.WithTimeout(ctx, s.roundTimeout())
 		leadReply = acquire(leadCtx, lead)
 		cancel()
 		switch leadReply.Vote {

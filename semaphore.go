@@ -302,7 +302,7 @@ func (s *Semaphore) keep() {
 			return
 		}
 		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), s.settings.nodeTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), s.settings.roundTimeout())
 		if err := s.check(ctx); err != nil {
 			s.settings.logger.Warn("redlock: semaphore permit count not confirmed", "semaphore", s.name, "err", err)
 		}

@@ -115,7 +115,7 @@ func (s *sweeper) run(i int) {
 // retry releases the hold once more; it reports whether the node answered.
 func (item sweep) retry(i int) bool {
 	m := item.mutex
-	ctx, cancel := context.WithTimeout(context.Background(), m.settings.nodeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), m.settings.roundTimeout())
 	defer cancel()
 	_, err := m.releaseOn(ctx, i, item.owner, item.hold, true)
 	if err != nil && !node.Answered(err) {

@@ -201,7 +201,7 @@ func (w *watchdog) renew(batch []*lease) {
 		s := &l.mutex.settings
 		items[i] = node.Renewal{Keys: l.mutex.keys.node(), Owner: l.owner, Hold: l.hold, TTL: s.ttl}
 		need = max(need, s.quorumOf(len(c.nodes)))
-		timeout = max(timeout, s.nodeTimeout)
+		timeout = max(timeout, s.roundTimeout())
 	}
 	start := time.Now()
 	round := quorum.Start(w.ctx, timeout, len(c.nodes), need, &c.background,

@@ -141,7 +141,7 @@ func (b *batcher) sendQueued() {
 		// reach the node first on another connection.
 		p := batch[0]
 		sent := time.Now()
-		p.cmd = p.script.Run(ctx, b.client, p.keys, p.args...)
+		p.cmd = b.runAlone(ctx, p)
 		got := time.Now()
 		b.markLoaded(p.script, p.cmd.Err())
 		b.health.record(Answered(p.cmd.Err()), p.cmd.Err(), got.Sub(sent))
@@ -150,6 +150,23 @@ func (b *batcher) sendQueued() {
 		return
 	}
 	b.sendPipeline(ctx, batch)
+}
+
+// runAlone runs one call: EVALSHA, falling back to EVAL when the node lost
+// the script; or, when the script is not known to be loaded, SCRIPT LOAD
+// and EVALSHA in one pipeline, one round trip instead of a NOSCRIPT's two.
+func (b *batcher) runAlone(ctx context.Context, p *pending) *redis.Cmd {
+	b.mu.Lock()
+	loaded := b.loaded[p.script]
+	b.mu.Unlock()
+	if loaded {
+		return p.script.Run(ctx, b.client, p.keys, p.args...)
+	}
+	pipe := b.client.Pipeline()
+	pipe.ScriptLoad(ctx, p.script.source)
+	cmd := pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
+	_, _ = pipe.Exec(ctx) // the call carries its own error
+	return cmd
 }
 
 // sendPipeline sends calls as one pipeline of EVALSHA, bounded by the
@@ -215,13 +232,14 @@ func (b *batcher) probe(ctx context.Context, batch []*pending) (time.Duration, e
 	for range probes {
 		p := &pending{ctx: ctx, script: probeScript}
 		sent := time.Now()
-		p.cmd = p.script.Run(ctx, b.client, nil)
+		p.cmd = b.runAlone(ctx, p)
 		got := time.Now()
 		b.markLoaded(p.script, p.cmd.Err())
 		b.judge([]*pending{p}, sent, got)
 		if err := p.cmd.Err(); !Answered(err) {
 			return got.Sub(sent), err
 		}
+		b.health.timing.observe(got.Sub(sent))
 	}
 	return 0, nil
 }

@@ -27,10 +27,11 @@ const (
 	// its own, at the cost of a node timeout, and a hiccup costs little
 	// (the prober pings at once, and the first answer closes the breaker).
 	breakerThreshold = 1
-	// probeInterval is how often a node that is down is pinged to find
-	// out that it is back (and how long a ping may take): short against a
-	// lease's life, so a node that comes back votes again within it, and
-	// long against a round trip, so a dead node costs almost nothing.
+	// probeInterval is how long the prober waits between pings to a node
+	// that is down: short against a lease's life, so a node that comes back
+	// votes again within it, and long against a round trip, so a dead node
+	// costs almost nothing. Each ping may wait probeTimeout for its answer,
+	// so a node far away, or one that resumes, is back at its first answer.
 	probeInterval = 250 * time.Millisecond
 	// minSilence is how long a send must have waited for its deadline
 	// before the timeout says something of the node: a caller whose
@@ -45,14 +46,16 @@ const (
 // is open a prober pings the node every probeInterval; the first answer
 // (to a ping or to a call already in flight) closes it.
 type breaker struct {
-	ping func(ctx context.Context) error // PING the node
+	ping   func(ctx context.Context) error // PING the node
+	timing timing                          // the node's learned round trip
 
 	mu       sync.Mutex
 	failures int   // sends in a row that failed without an answer
 	last     error // the last of those failures
 	since    time.Time
 	probing  bool
-	stop     chan struct{} // closed by close: the prober returns
+	stop     context.Context // cancelled by close: the prober returns
+	halt     context.CancelFunc
 	stopped  bool
 	probes   sync.WaitGroup
 }
@@ -76,6 +79,7 @@ func (b *breaker) record(answered bool, err error, waited time.Duration) {
 	defer b.mu.Unlock()
 	if answered {
 		b.failures, b.last = 0, nil
+		b.timing.observe(waited)
 		return
 	}
 	if timedOut(err) && waited < minSilence {
@@ -89,7 +93,7 @@ func (b *breaker) record(answered bool, err error, waited time.Duration) {
 	if b.failures >= breakerThreshold && !b.probing && !b.stopped && b.ping != nil {
 		b.probing = true
 		if b.stop == nil {
-			b.stop = make(chan struct{})
+			b.stop, b.halt = context.WithCancel(context.Background())
 		}
 		b.probes.Go(b.probe)
 	}
@@ -112,7 +116,7 @@ func (b *breaker) probe() {
 		}
 		if !first {
 			select {
-			case <-stop:
+			case <-stop.Done():
 				b.mu.Lock()
 				b.probing = false
 				b.mu.Unlock()
@@ -120,7 +124,7 @@ func (b *breaker) probe() {
 			case <-ticker.C:
 			}
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), probeInterval)
+		ctx, cancel := context.WithTimeout(stop, b.timing.probeTimeout())
 		sent := time.Now()
 		err := b.ping(ctx)
 		cancel()
@@ -133,8 +137,8 @@ func (b *breaker) close() {
 	b.mu.Lock()
 	if !b.stopped {
 		b.stopped = true
-		if b.stop != nil {
-			close(b.stop)
+		if b.halt != nil {
+			b.halt()
 		}
 	}
 	b.mu.Unlock()

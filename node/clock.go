@@ -112,6 +112,31 @@ type clock struct {
 	episode time.Time // the first finding of the current run of findings
 	rate    float64   // the highest rate proven in that run
 	lastBad time.Time // the latest finding at any rate
+	best    sample    // the reading of the shortest round trip (see offset)
+}
+
+// bestSpan is how long the reading of the shortest round trip is kept
+// before a newer one replaces it whatever its round trip: offsets drift.
+const bestSpan = 10 * time.Second
+
+// keepBest keeps s if its round trip is the shortest of the recent ones.
+func (c *clock) keepBest(s sample) {
+	if c.best.got.IsZero() || s.got.Sub(s.sent) <= c.best.got.Sub(c.best.sent) || s.got.Sub(c.best.got) > bestSpan {
+		c.best = s
+	}
+}
+
+// offset is the node's clock minus this process's wall clock, from the
+// reading of the shortest recent round trip (TIME taken halfway through
+// it), and that round trip; false when there is no reading.
+func (c *clock) offset() (offset, trip time.Duration, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.best.got.IsZero() || time.Since(c.best.got) > bestSpan {
+		return 0, 0, false
+	}
+	trip = c.best.got.Sub(c.best.sent)
+	return c.best.node.Sub(c.best.sent.Add(trip / 2)), trip, true
 }
 
 // baseline reports whether there is a reading to compare the next with.
@@ -138,8 +163,9 @@ func (c *clock) observe(s sample, checks []ClockCheck) []error {
 		// The node's clock stepped back: harmless for expiry (keys live
 		// longer), but readings from before the step would hide a fast
 		// rate after it. Start over from this reading.
-		c.ring, c.last = c.ring[:0], sample{}
+		c.ring, c.last, c.best = c.ring[:0], sample{}, sample{}
 	}
+	c.keepBest(s)
 	compared, proven := false, 0.0
 	compare := func(earlier sample) {
 		if earlier.got.IsZero() {

@@ -1,0 +1,131 @@
+package redlock_test
+
+import (
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/faultproxy"
+	"github.com/quorumlock/redlock/internal/redistest"
+)
+
+// farNodes starts len(rtts) nodes, each behind a proxy that delays both
+// directions by half its round trip, and returns the cluster and the
+// proxies' URLs.
+func farNodes(t *testing.T, rtts ...time.Duration) (*redistest.Cluster, []string) {
+	t.Helper()
+	cluster := redistest.Start(t, len(rtts))
+	urls := make([]string, len(rtts))
+	for i, rtt := range rtts {
+		proxy, err := faultproxy.New(cluster.Nodes[i].Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = proxy.Close() })
+		proxy.SetRequestLatency(rtt / 2)
+		proxy.SetLatency(rtt / 2)
+		urls[i] = "redis://" + proxy.Addr()
+	}
+	return cluster, urls
+}
+
+// With nodes 100 ms away and default options, a Client keeps every node in
+// play: the far nodes run as many scripts per cycle as the near ones, no
+// call to them fails, and the first Lock after Dial costs about what the
+// others do. The breaker used to drop the far nodes for the Client's life
+// (their first call, a new connection and two clock reads, passed the node
+// timeout, and the breaker's 250 ms ping could not open a connection).
+func TestCrossDC_farNodesStayInPlay(t *testing.T) {
+	ms := time.Millisecond
+	cluster, urls := farNodes(t, 1*ms, 10*ms, 10*ms, 100*ms, 100*ms)
+	var errs atomic.Int32
+	observer := redlock.Observer{NodeError: func(err *redlock.NodeError) {
+		errs.Add(1)
+		t.Logf("node error: %v", err)
+	}}
+	start := time.Now()
+	client, err := redlock.Dial(urls, redlock.WithObserver(observer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = client.Close() }()
+	dialed := time.Since(start)
+	ctx := testContext(t)
+	mutex := client.Mutex("far")
+	before := make([]int, len(urls))
+	for i := range urls {
+		before[i] = evalCalls(t, cluster.Admin(t, i))
+	}
+	const cycles = 40
+	took := make([]time.Duration, cycles)
+	for i := range cycles {
+		began := time.Now()
+		lease := mustLock(t, ctx, mutex)
+		took[i] = time.Since(began)
+		mustUnlock(t, lease)
+	}
+	time.Sleep(300 * time.Millisecond) // the far nodes' last releases
+	calls := make([]float64, len(urls))
+	for i := range urls {
+		calls[i] = float64(evalCalls(t, cluster.Admin(t, i))-before[i]) / cycles
+	}
+	first, steady := took[0], slices.Clone(took[1:])
+	slices.Sort(steady)
+	p50 := steady[len(steady)/2]
+	t.Logf("Dial %v, first Lock %v, steady p50 %v; scripts per cycle per node %.2f", dialed, first, p50, calls)
+	for i := 3; i < 5; i++ {
+		if calls[i] < calls[0]/2 {
+			t.Errorf("node %d (100 ms away) ran %.2f scripts per cycle against %.2f on the nearest: dropped", i, calls[i], calls[0])
+		}
+	}
+	if n := errs.Load(); n > 0 {
+		t.Errorf("%d node errors with every node up", n)
+	}
+	if first > 2*p50+20*ms {
+		t.Errorf("first Lock took %v against a steady p50 of %v", first, p50)
+	}
+}
+
+// Close lets releases to far nodes finish: a process that unlocks and
+// closes at once (as `redlock run` does) leaves nothing locked on any
+// node, even 150 ms away. A fixed 100 ms grace cut the far release.
+func TestCrossDC_closeWaitsForFarReleases(t *testing.T) {
+	ms := time.Millisecond
+	cluster, urls := farNodes(t, 1*ms, 10*ms, 150*ms)
+	// A node timeout that lets the far node's first call through without
+	// any warm-up: what is tested is Close alone.
+	var closing atomic.Bool
+	var cut atomic.Int32
+	observer := redlock.Observer{NodeError: func(err *redlock.NodeError) {
+		if closing.Load() {
+			cut.Add(1)
+			t.Logf("during Close: %v", err)
+		}
+	}}
+	client, err := redlock.Dial(urls, redlock.WithNodeTimeout(2*time.Second), redlock.WithObserver(observer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := testContext(t)
+	mutex := client.Mutex("close-far")
+	mustUnlock(t, mustLock(t, ctx, mutex))
+	waitFor(t, 5*time.Second, "the far node's first answer", func() bool { return redlock.NodeRTTs(client)[2] > 0 })
+	mustUnlock(t, mustLock(t, ctx, mutex))
+	time.Sleep(300 * time.Millisecond)     // the far node's last call answered
+	mustUnlock(t, mustLock(t, ctx, mutex)) // Unlock returns at a quorum
+	t.Logf("Close's grace: %v; round trips %v", redlock.CloseGrace(client), redlock.NodeRTTs(client))
+	began := time.Now()
+	closing.Store(true)
+	if err := client.Close(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("Close took %v", time.Since(began))
+	if n := cut.Load(); n > 0 {
+		t.Errorf("Close cut %d calls to the far node", n)
+	}
+	if keys := cluster.Keys(t, 2); slices.ContainsFunc(keys, func(k string) bool { return k == "redlock:{close-far}" }) {
+		t.Fatalf("the far node still holds the lock after Close: %v", keys)
+	}
+}

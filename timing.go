@@ -1,0 +1,83 @@
+package redlock
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// warmTimeout bounds the warm-up of one node: a new connection and three
+// clock readings through a link of a few hundred milliseconds.
+const warmTimeout = 3 * time.Second
+
+// warm connects to every node and reads its clock, in the background, so
+// that the first Lock pays one round trip per node rather than a new
+// connection's four and the clock's first readings (which through a far
+// link used to exceed the node timeout and open the node's breaker). Each
+// node's result arrives on the returned channel; Close cuts what is left.
+func (c *Client) warm() <-chan error {
+	results := make(chan error, len(c.nodes))
+	ctx, cancel := context.WithTimeout(context.Background(), max(warmTimeout, c.defaults.nodeTimeout))
+	c.stopWarm = cancel
+	var left atomic.Int32
+	left.Store(int32(len(c.nodes)))
+	check := c.defaults.clockCheck()
+	for _, n := range c.nodes {
+		c.background.Go(func() {
+			results <- n.Warm(ctx, check)
+			if left.Add(-1) == 0 {
+				cancel()
+			}
+		})
+	}
+	return results
+}
+
+// awaitWarm waits until a quorum of nodes answered the warm-up, all of
+// them reported, or d passed.
+func (c *Client) awaitWarm(results <-chan error, d time.Duration) {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	need, answered := c.defaults.quorumOf(len(c.nodes)), 0
+	for range c.nodes {
+		select {
+		case err := <-results:
+			if err == nil {
+				answered++
+			}
+			if answered >= need {
+				return
+			}
+		case <-timer.C:
+			return
+		}
+	}
+}
+
+// stretch returns the timeout of a round whose node timeout is floor:
+// floor, or longer where a node's learned round trip needs it
+// (node.Timeout), so that a far node is not failed for its distance.
+func (c *Client) stretch(floor time.Duration) time.Duration {
+	timeout := floor
+	for _, n := range c.nodes {
+		timeout = max(timeout, n.Timeout(floor))
+	}
+	return timeout
+}
+
+// closeGrace is how long Close lets calls still out finish before it cuts
+// those on Dial's connections: minGrace, or three round trips of the
+// farthest node that answered, within the longest round timeout.
+func (c *Client) closeGrace() time.Duration {
+	grace := minGrace
+	for _, n := range c.nodes {
+		if rtt, ok := n.RTT(); ok {
+			grace = max(grace, 3*rtt)
+		}
+	}
+	return min(grace, c.defaults.roundTimeout())
+}
+
+// minGrace is Close's least grace for calls still out: a near node's
+// round trip, many times over.
+const minGrace = 100 * time.Millisecond
