@@ -129,3 +129,30 @@ func TestCrossDC_closeWaitsForFarReleases(t *testing.T) {
 		t.Fatalf("the far node still holds the lock after Close: %v", keys)
 	}
 }
+
+// A fair Lock on a name the Client never watched does not wait for the
+// farthest node's subscription: it costs about one quorum round trip.
+func TestCrossDC_fairLockOnANewNameAtQuorumSpeed(t *testing.T) {
+	ms := time.Millisecond
+	_, urls := farNodes(t, 1*ms, 10*ms, 10*ms, 100*ms, 100*ms)
+	client, err := redlock.Dial(urls, redlock.WithFair())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = client.Close() }()
+	ctx := testContext(t)
+	mustUnlock(t, mustLock(t, ctx, client.Mutex("warm"))) // subscriber connections open
+	var took []time.Duration
+	for i := range 10 {
+		mutex := client.Mutex("new-" + string(rune('a'+i)))
+		began := time.Now()
+		lease := mustLock(t, ctx, mutex)
+		took = append(took, time.Since(began))
+		mustUnlock(t, lease)
+	}
+	slices.Sort(took)
+	t.Logf("fair Lock on a new name: %v", took)
+	if p50 := took[len(took)/2]; p50 > 60*ms {
+		t.Fatalf("fair Lock on a new name p50 %v; the quorum's round trip is 10 ms", p50)
+	}
+}

@@ -191,12 +191,12 @@ func (p plainMode) finish(ctx context.Context, k *call, lease *lease) {
 // within one.
 type fairMode struct{ waiters }
 
-// enter: a waiter takes its ticket and watches for notices before its
-// first attempt.
+// enter: a waiter takes its ticket and subscribes to notices with its
+// first attempt (and waits for the subscription if that attempt fails).
 func (f fairMode) enter(ctx context.Context, k *call) error {
 	f.takeTicket(ctx, k)
 	if k.wait {
-		k.watch(ctx)
+		k.subscribe()
 	}
 	return nil
 }

@@ -82,15 +82,18 @@ type call struct {
 	m       *Mutex
 	owner   string
 	wait    bool
-	gated   bool                        // holds an entry of the Client's gate
-	ticket  int64                       // this waiter's place in the queue
-	watcher *pubsub.Watcher             // release notices, once waiting
-	granted quorum.Tally[node.Acquired] // the winning round, for fair clean-up
-	undos   []<-chan struct{}           // undos of failed attempts still running
-	nested  bool                        // a read hold inside a read hold of ctx
-	handoff *handoff                    // the locks handed to this waiter (nil: none taken from notices)
-	id      string                      // this call's: its attempts' holds are "<id>.<n>"
-	holds   int                         // attempts made
+	gated   bool            // holds an entry of the Client's gate
+	ticket  int64           // this waiter's place in the queue
+	watcher *pubsub.Watcher // release notices, once waiting
+	// unconfirmed: watcher's subscription went out with the first attempt,
+	// not before it; a failed attempt waits for it, then tries again.
+	unconfirmed bool
+	granted     quorum.Tally[node.Acquired] // the winning round, for fair clean-up
+	undos       []<-chan struct{}           // undos of failed attempts still running
+	nested      bool                        // a read hold inside a read hold of ctx
+	handoff     *handoff                    // the locks handed to this waiter (nil: none taken from notices)
+	id          string                      // this call's: its attempts' holds are "<id>.<n>"
+	holds       int                         // attempts made
 	// ended: finish has begun. A release of one of its attempts that
 	// lands later (the undo where the acquire timed out, retried) is
 	// followed by a leave (Mutex.releaseNode).
@@ -203,11 +206,11 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 			k.finish(ctx, nil)
 			return nil, err
 		}
-		if k.watcher == nil {
+		if k.watcher == nil || k.unconfirmed {
 			// Subscribe, then try again at once: a release between the
 			// failed attempt and the subscription must not be missed.
 			// Quarantined nodes grant nothing before they vote again.
-			k.watch(ctx)
+			k.confirmWatch(ctx)
 			if outcome.votesAgain.IsZero() {
 				continue
 			}
@@ -247,18 +250,39 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 // enter starts the call, as the mutex's mode does.
 func (k *call) enter(ctx context.Context) error { return k.m.mode.enter(ctx, k) }
 
-// watch starts waking k on release notices.
+// watch starts waking k on release notices, once its subscription is
+// confirmed by a quorum.
 func (k *call) watch(ctx context.Context) {
+	k.subscribe()
+	k.confirmWatch(ctx)
+}
+
+// subscribe starts waking k on release notices, and returns while the
+// subscription goes out: the first attempt need not wait for it.
+func (k *call) subscribe() {
 	m := k.m
+	k.unconfirmed = true
 	if r, ok := m.mode.(readMode); ok {
-		r.watch(ctx, k)
+		r.watch(k)
 		return
 	}
 	var heard func(int, string)
 	if k.handoff != nil {
 		heard = k.handoff.heard
 	}
-	k.watcher = m.client.hub.WatchNodes(ctx, m.queue.Channel, m.settings.quorumOf(len(m.client.nodes)), fair.ForHead(k.owner), heard)
+	k.watcher = m.client.hub.Subscribe(m.queue.Channel, m.settings.quorumOf(len(m.client.nodes)), fair.ForHead(k.owner), heard)
+}
+
+// confirmWatch subscribes k, if it is not, and waits until a quorum of the
+// nodes confirmed its subscription.
+func (k *call) confirmWatch(ctx context.Context) {
+	if k.watcher == nil {
+		k.subscribe()
+	}
+	if k.unconfirmed {
+		k.watcher.Confirmed(ctx)
+		k.unconfirmed = false
+	}
 }
 
 // finish ends the call with lease (nil when it failed).

@@ -180,15 +180,15 @@ type readMode struct {
 // paused node would hold that up for the node timeout).
 func (r readMode) enter(ctx context.Context, k *call) error {
 	if k.wait && r.m.client.hub.Active(r.channel) {
-		r.watch(ctx, k)
+		k.subscribe()
 	}
 	return nil
 }
 
 // watch starts waking k on every notice of the readers' channel.
-func (r readMode) watch(ctx context.Context, k *call) {
+func (r readMode) watch(k *call) {
 	c := r.m.client
-	k.watcher = c.hub.Watch(ctx, r.channel, r.m.settings.quorumOf(len(c.nodes)), func(string) bool { return true })
+	k.watcher = c.hub.Subscribe(r.channel, r.m.settings.quorumOf(len(c.nodes)), func(string) bool { return true }, nil)
 }
 
 func (r readMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {

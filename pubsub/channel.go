@@ -15,8 +15,8 @@ type channel struct {
 	next      int // round-robin position for passOn
 	threshold int
 	idleSince time.Time // zero while watched
-	ready     []chan struct{}
 	confirmed []bool
+	changed   chan struct{} // closed (and replaced) at each confirmation
 	recent    [recentNotices]notice
 	head      int
 }
@@ -27,24 +27,34 @@ type notice struct {
 }
 
 func newChannel(nodes int) *channel {
-	ch := &channel{ready: make([]chan struct{}, nodes), confirmed: make([]bool, nodes)}
-	for i := range ch.ready {
-		ch.ready[i] = make(chan struct{})
-	}
-	return ch
+	return &channel{confirmed: make([]bool, nodes), changed: make(chan struct{})}
 }
 
 func (ch *channel) confirm(node int) {
 	if !ch.confirmed[node] {
 		ch.confirmed[node] = true
-		close(ch.ready[node])
+		close(ch.changed)
+		ch.changed = make(chan struct{})
 	}
+}
+
+// confirmedOf counts the confirmed nodes that down does not rule out, and
+// how many nodes that is of.
+func (ch *channel) confirmedOf(down []bool) (confirmed, reachable int) {
+	for i, ok := range ch.confirmed {
+		if !down[i] {
+			reachable++
+			if ok {
+				confirmed++
+			}
+		}
+	}
+	return confirmed, reachable
 }
 
 func (ch *channel) unconfirm(node int) {
 	if ch.confirmed[node] {
 		ch.confirmed[node] = false
-		ch.ready[node] = make(chan struct{})
 	}
 }
 

@@ -50,9 +50,10 @@ func (h *Hub) Active(name string) bool {
 }
 
 // Watch registers a watcher of name, woken when a payload was published on
-// name by threshold nodes. It returns once every
-// reachable node confirmed the subscription, or the confirm timeout passed,
-// or ctx is done: notices published after Watch returns are not missed.
+// name by threshold nodes. It returns once threshold of the reachable
+// nodes confirmed the subscription, or the confirm timeout passed, or ctx
+// is done: notices published after Watch returns are not missed by those
+// nodes, and the rest follow as their confirmations arrive.
 // The watcher must be closed with Leave.
 //
 // A payload is "<release id>" or "<release id> <detail>"; notices are
@@ -68,7 +69,18 @@ func (h *Hub) Watch(ctx context.Context, name string, threshold int, accept func
 // not call the Hub.
 func (h *Hub) WatchNodes(ctx context.Context, name string, threshold int, accept func(payload string) bool,
 	heard func(node int, payload string)) *Watcher {
-	w := &Watcher{hub: h, name: name, wake: make(chan struct{}, 1), accept: accept, heard: heard}
+	w := h.Subscribe(name, threshold, accept, heard)
+	w.Confirmed(ctx)
+	return w
+}
+
+// Subscribe is WatchNodes that returns at once: the subscription goes out
+// in the background, and Confirmed waits for it. A caller that acts before
+// it is confirmed must act again once it is, since a notice published
+// meanwhile may be missed.
+func (h *Hub) Subscribe(name string, threshold int, accept func(payload string) bool,
+	heard func(node int, payload string)) *Watcher {
+	w := &Watcher{hub: h, name: name, wake: make(chan struct{}, 1), accept: accept, heard: heard, threshold: threshold}
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
@@ -80,21 +92,13 @@ func (h *Hub) WatchNodes(ctx context.Context, name string, threshold int, accept
 		ch = newChannel(len(h.nodes))
 		h.channels[name] = ch
 	}
+	w.ch = ch
 	ch.watchers = append(ch.watchers, w)
 	ch.idleSince = time.Time{}
 	if threshold < ch.threshold || ch.threshold == 0 {
 		ch.threshold = threshold
 	}
-	// Wait only for nodes not known to be down: a dead node must not
-	// cost every new watcher the confirm timeout.
-	var ready []chan struct{}
-	for i, confirmed := range ch.ready {
-		if !h.down[i] {
-			ready = append(ready, confirmed)
-		}
-	}
 	h.mu.Unlock()
-
 	if fresh {
 		// Only a new channel changes what the nodes must subscribe; the
 		// writers also re-check every second (retries, lingering channels).
@@ -102,18 +106,41 @@ func (h *Hub) WatchNodes(ctx context.Context, name string, threshold int, accept
 			node.kick()
 		}
 	}
+	return w
+}
+
+// Confirmed returns once the watcher's subscription is confirmed (see
+// Watch), the confirm timeout passed, or ctx is done.
+func (w *Watcher) Confirmed(ctx context.Context) {
+	if w.ch != nil {
+		w.hub.awaitConfirmed(ctx, w.ch, w.threshold)
+	}
+}
+
+// awaitConfirmed returns once threshold of the nodes not known to be down
+// (all of them, if fewer) confirmed ch's subscription, or the confirm
+// timeout passed, or ctx is done. A threshold of nodes is enough: a wake-up
+// needs notices from that many, and a dead or far node must not cost a
+// new watcher its round trip or the timeout.
+func (h *Hub) awaitConfirmed(ctx context.Context, ch *channel, threshold int) {
 	timer := time.NewTimer(h.timeout)
 	defer timer.Stop()
-	for _, confirmed := range ready {
+	for {
+		h.mu.Lock()
+		confirmed, reachable := ch.confirmedOf(h.down)
+		changed := ch.changed
+		h.mu.Unlock()
+		if confirmed >= min(max(threshold, 1), reachable) {
+			return
+		}
 		select {
-		case <-confirmed:
+		case <-changed:
 		case <-timer.C:
-			return w
+			return
 		case <-ctx.Done():
-			return w
+			return
 		}
 	}
-	return w
 }
 
 // Wake delivers payload on name at once, as if the nodes' notices had
@@ -239,6 +266,10 @@ type Watcher struct {
 	wake   chan struct{} // capacity 1: one pending wake-up at most
 	accept func(payload string) bool
 	heard  func(node int, payload string) // may be nil
+	// ch and threshold: what Confirmed waits for (ch nil: the hub was
+	// closed, nothing to wait for).
+	ch        *channel
+	threshold int
 	// granted (under the hub's mu): the waiter took the lock; it still
 	// hears notices, but takes no wake-ups (see Granted).
 	granted bool
