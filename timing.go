@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/quorumlock/redlock/node"
 )
 
 // warmTimeout bounds the warm-up of one node: a new connection and three
@@ -42,7 +44,7 @@ func (c *Client) awaitWarm(results <-chan error, d time.Duration) {
 	for range c.nodes {
 		select {
 		case err := <-results:
-			if err == nil {
+			if node.Answered(err) {
 				answered++
 			}
 			if answered >= need {
