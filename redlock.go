@@ -253,6 +253,7 @@ func (c *Client) newMutex(name string, opts []Option, setup func(*Mutex)) *Mutex
 	}
 	m.keys = keysFor(m.settings.keyPrefix, name, c.restartGuard(m.settings))
 	m.keys.clock = m.settings.clockCheck()
+	m.keys.fenced = m.settings.fencing
 	if setup != nil {
 		setup(m)
 	}
@@ -323,11 +324,12 @@ type keys struct {
 	marker  string          // the node's marker of complete data (not the lock's)
 	guard   time.Duration   // the restart guard (see WithRestartGuard)
 	clock   node.ClockCheck // the clock check (see WithClockCheck)
+	fenced  bool            // grants answer the fencing counter (WithFencing; see fencing.go)
 }
 
 func (k keys) node() node.Keys {
 	return node.Keys{Lock: k.lock, Gone: k.gone, Fence: k.fence, Queue: k.queue, Alive: k.alive, Wake: k.wake,
-		Marker: k.marker, Guard: k.guard, Clock: k.clock, Readers: k.readers}
+		Marker: k.marker, Guard: k.guard, Clock: k.clock, Readers: k.readers, Fenced: k.fenced}
 }
 
 func keysFor(prefix, name string, guard time.Duration) keys {

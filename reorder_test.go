@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,10 +17,13 @@ import (
 // The reviewer's trail, on five real nodes N, X, V, Z, W (0..4) whose
 // fencing counters diverged (Z = W = 5). B's requests to N, Z and W are
 // held on their way; B wins X and V. A wins N, Z, W and writes its token
-// back to X, V, Z and W, but its write to N is lost. A's lease ends (its
-// TTL runs out). B's held request then reaches N, which is free: B's grant
-// completes with N, X, V. With tokens taken at vote time, B's token was
-// read from X and V before A's write-back: it went from A's 6 to B's 2.
+// back to X, V, Z and W, but its write to N is held on its way for a
+// while. A's lease ends (its TTL runs out). B's held request then reaches
+// N, which is free: B's grant completes with N, X, V. With tokens taken at
+// vote time and written back unchecked, B's token was read from X and V
+// before A's write-back, A's Lock returned on the write-backs to X, V, Z
+// and W, and the token went from A's 6 to B's 2. Now the write-backs to X
+// and V are refused (B holds them): A's Lock waits for N's.
 func TestFencing_delayedVoteAfterThePreviousLeaseEnded_tokenStillIncreases(t *testing.T) {
 	cluster := redistest.Start(t, 5)
 	ctx := testContext(t)
@@ -59,16 +63,19 @@ func TestFencing_delayedVoteAfterThePreviousLeaseEnded_tokenStillIncreases(t *te
 		}
 	})
 
-	// A reaches every node directly, but its write-back to N is lost.
+	// A reaches every node directly, but its write-back to N is held on
+	// its way for 300 ms.
 	dropWriteBack := make(chan struct{})
 	aNodes := cluster.Clients(t)
 	aNodes[0].AddHook(dropFenceWriteBack{until: dropWriteBack})
+	release := sync.OnceFunc(func() { close(dropWriteBack) })
+	held := time.AfterFunc(time.Hour, release)
 	a, err := redlock.New(aNodes, redlock.WithFencing(), redlock.WithWatchdog(false), redlock.WithTTL(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = a.Close() })
-	t.Cleanup(func() { close(dropWriteBack) }) // before the Clients close
+	t.Cleanup(release) // before the Clients close
 
 	type result struct {
 		lease *redlock.Lease
@@ -83,6 +90,7 @@ func TestFencing_delayedVoteAfterThePreviousLeaseEnded_tokenStillIncreases(t *te
 		return holderOn(t, cluster, 1, name) != "" && holderOn(t, cluster, 2, name) != ""
 	})
 
+	held.Reset(300 * time.Millisecond)
 	first := mustLock(t, ctx, a.Mutex(name)) // N, Z, W
 	time.Sleep(time.Until(first.Until()) + 100*time.Millisecond)
 	if first.Err() == nil {
@@ -101,9 +109,10 @@ func TestFencing_delayedVoteAfterThePreviousLeaseEnded_tokenStillIncreases(t *te
 	}
 }
 
-// dropFenceWriteBack loses every fencing write-back (a script call on a
-// ":fence" key with one argument) sent before until is closed: the command
-// never reaches the node, and the caller sees its deadline pass.
+// dropFenceWriteBack holds every fencing write-back (a script call whose
+// first key is a ":fence" key, with the token, and the hold when checked)
+// until until is closed, then sends it; a call whose deadline passes first
+// is lost: the command never reaches the node.
 type dropFenceWriteBack struct{ until <-chan struct{} }
 
 func (d dropFenceWriteBack) DialHook(next redis.DialHook) redis.DialHook { return next }
@@ -135,7 +144,7 @@ func (d dropFenceWriteBack) ProcessPipelineHook(next redis.ProcessPipelineHook) 
 func (d dropFenceWriteBack) hold(ctx context.Context, cmd redis.Cmder) error {
 	args := cmd.Args()
 	name, _ := args[0].(string)
-	if len(args) != 5 || (name != "evalsha" && name != "eval") {
+	if (len(args) != 5 && len(args) != 7) || (name != "evalsha" && name != "eval") {
 		return nil
 	}
 	if key, _ := args[3].(string); !strings.HasSuffix(key, ":fence") {

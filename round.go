@@ -170,7 +170,7 @@ func (m *Mutex) grant(ctx context.Context, k *call, hold string, start, until ti
 	k.granted = granted(lease)
 	lease.settle(k.granted)
 	if m.settings.fencing {
-		if err := lease.fence(ctx); err != nil {
+		if err := lease.fence(ctx, k.granted.Replies); err != nil {
 			// The call keeps its gate entry (finish leaves it), so
 			// the release must not leave it too.
 			lease.gateOnce.Do(func() {})

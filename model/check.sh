@@ -175,8 +175,10 @@ report() {
 # Fencing tokens (fencing.pml).
 check fencing                   fencing.pml pass                            small: -DMAXCLOCK=0
 check fencing-restart-empty     fencing.pml pass -DCRASH -DMAXCLOCK=1       small: skip
+check neg-fencing-unchecked-write-back fencing.pml fail -DVOTEREAD -DNOOWNER small: -DMAXCLOCK=0
+check neg-fencing-read-round-unchecked fencing.pml fail -DUNCHECKEDREAD     small: -DMAXCLOCK=0
 check neg-fencing-at-vote-time  fencing.pml fail -DOLDFENCE                 small: -DMAXCLOCK=0
-check neg-fencing-no-clock-term fencing.pml fail -DCRASH -DNOCLOCK -DMAXCLOCK=1 small: -O2
+check neg-fencing-no-clock-term fencing.pml fail -DVOTEREAD -DCRASH -DNOCLOCK -DMAXCLOCK=1
 # The lock (lock.pml).
 check lock                      lock.pml pass                               small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
 check lock-restart-after-ttl    lock.pml pass -DCRASH                       small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1 -O2

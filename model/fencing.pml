@@ -10,14 +10,31 @@
  * node runs each script atomically. The nodes' counters start diverged
  * ({0, 0, 2}: earlier failed attempts do that).
  *
+ * The scheme (two rounds): each granting node answers its counter and its
+ * clock with its vote (acquire.lua); the token is the highest counter + 1,
+ * or the highest clock term if higher, over the granting quorum's answers;
+ * then one write-back round: a node raises its counter to the token (never
+ * lowers it) only while this hold still holds the lock there (fence.lua
+ * with the hold), and Lock returns once a quorum accepted it. Until the
+ * release, an acquire still on its way may land late (LATEVOTE) and take
+ * the key for this client, so a write-back may be accepted where the vote
+ * was not counted.
+ *
  * Property (assert in Check): when one lease ended (its Unlock began, or
  * its validity window passed) before the other was granted (its Lock
  * returned), the later token is strictly greater.
  *
  * Variants (-D):
- *   OLDFENCE  tokens taken at vote time: each granting node increments its
- *             counter in the acquire script, the token is the highest of
- *             the granting quorum, written back to a quorum. Must fail.
+ *   NOOWNER   the write-back raises the counter whether or not the hold
+ *             still holds the lock on that node. Must fail.
+ *   OLDFENCE  tokens taken at vote time with an increment: each granting
+ *             node increments its counter in the acquire script, the
+ *             token is the highest of the granting quorum, written back to
+ *             a quorum without the ownership check. Must fail.
+ *   READROUND the three-round scheme (kept for the paths that have no
+ *             acquire answers to use): after the grant quorum, a read
+ *             round of counters and clocks (fence_read.lua), then the
+ *             write-back, without the ownership check.
  *   CRASH     one node may crash and restart empty (counter 0, no lock
  *             key), no sooner than a TTL after it went down; at most one
  *             node down at a time.
@@ -80,54 +97,92 @@ proctype Crash() {
 }
 #endif
 
-/* acquire.lua on node i (OLDFENCE: with the vote-time INCR) */
-#ifdef OLDFENCE
-#define VOTE(i) :: atomic { !voted[i] && up[i] && lockOf[i] == 0 -> \
-	lockOf[i] = me; voted[i] = true; votes++; counter[i]++; \
-	if :: counter[i] > best -> best = counter[i] :: else -> skip fi }
-#else
-#define VOTE(i) :: atomic { !voted[i] && up[i] && lockOf[i] == 0 -> \
-	lockOf[i] = me; voted[i] = true; votes++ }
-#endif
-
-/* fence_read.lua on node i: counter and clock */
+/* the clock term of a token read at node i (NOCLOCK: none) */
 #ifdef NOCLOCK
 #define CLOCKTERM skip
 #else
 #define CLOCKTERM if :: clock * K > best -> best = clock * K :: else -> skip fi
 #endif
-#define READ(i) :: atomic { !asked[i] && up[i] -> asked[i] = true; read++; \
-	if :: counter[i] + 1 > best -> best = counter[i] + 1 :: else -> skip fi; CLOCKTERM }
+#define COUNTERTERM(i) if :: counter[i] + 1 > best -> best = counter[i] + 1 :: else -> skip fi
 
-/* fence.lua on node i: raise, never lower */
-#define WRITE(i) :: atomic { !wrote[i] && up[i] -> wrote[i] = true; written++; \
+/* acquire.lua on node i, its answer counted in the grant quorum; with it
+ * the counter and the clock, unless the client reads them in a round of
+ * their own (OLDFENCE: the increment, and the new counter) */
+#if defined(OLDFENCE)
+#define VOTE(i) :: atomic { !voted[i] && up[i] && lockOf[i] == 0 -> \
+	lockOf[i] = me; voted[i] = true; votes++; counter[i]++; \
+	if :: counter[i] > best -> best = counter[i] :: else -> skip fi }
+#else
+#define VOTE(i) :: atomic { !voted[i] && up[i] && lockOf[i] == 0 -> \
+	lockOf[i] = me; voted[i] = true; votes++; \
+	if :: !readRound -> COUNTERTERM(i); CLOCKTERM :: else -> skip fi }
+#endif
+
+/* acquire.lua on node i landing after the grant quorum: the key taken,
+ * the answer not counted (OLDFENCE: the increment still made) */
+#ifdef OLDFENCE
+#define LATEVOTE(i) :: atomic { !voted[i] && up[i] && lockOf[i] == 0 -> \
+	lockOf[i] = me; voted[i] = true; counter[i]++ }
+#else
+#define LATEVOTE(i) :: atomic { !voted[i] && up[i] && lockOf[i] == 0 -> \
+	lockOf[i] = me; voted[i] = true }
+#endif
+
+/* fence_read.lua on node i: counter and clock (the read round) */
+#define READ(i) :: atomic { !asked[i] && up[i] -> asked[i] = true; read++; \
+	COUNTERTERM(i); CLOCKTERM }
+
+/* fence_held.lua on node i: raise, never lower; accepted only while this
+ * client's hold holds the lock there (not so in the variants that write
+ * back without the check). A refused write-back is one not accepted yet:
+ * it may be accepted later (a late vote), which only adds behaviours. */
+#if defined(NOOWNER) || defined(OLDFENCE)
+#define OWNS(i) true
+#elif defined(UNCHECKEDREAD)
+#define OWNS(i) (readRound || lockOf[i] == me)
+#else
+#define OWNS(i) lockOf[i] == me
+#endif
+#define WRITE(i) :: atomic { !wrote[i] && up[i] && OWNS(i) -> wrote[i] = true; written++; \
 	if :: counter[i] < best -> counter[i] = best :: else -> skip fi }
 
 proctype Client(byte me) {
 	byte votes, read, written, best;
 	bool voted[N], asked[N], wrote[N];
+	bool readRound;   /* this Lock reads the counters in a round of their own */
 
 	start[me] = clock;
+#if !defined(OLDFENCE) && !defined(VOTEREAD)
+	if
+	:: readRound = true
+	:: readRound = false
+	fi;
+#endif
 	do
 	VOTE(0)
 	VOTE(1)
 	VOTE(2)
 	:: votes >= Q -> break
 	od;
-#ifndef OLDFENCE
-	/* the read round starts after the grant quorum is complete */
-	do
-	READ(0)
-	READ(1)
-	READ(2)
-	:: read >= Q -> break
-	od;
-#endif
+	if
+	:: readRound ->
+		/* the read round starts after the grant quorum is complete */
+		do
+		READ(0)
+		READ(1)
+		READ(2)
+		:: read >= Q -> break
+		od
+	:: else -> skip
+	fi;
 	token[me] = best;
 	do
 	WRITE(0)
 	WRITE(1)
 	WRITE(2)
+	LATEVOTE(0)
+	LATEVOTE(1)
+	LATEVOTE(2)
 	:: written >= Q -> break
 	od;
 	/* Lock returns only within the validity window */

@@ -74,3 +74,39 @@ func TestDecodeFence(t *testing.T) {
 		t.Fatalf("a counter below the token raised to it must be an error, got %v", err)
 	}
 }
+
+func TestDecodeAcquired_fencedGrant(t *testing.T) {
+	got, err := decodeAcquired([]any{int64(1), int64(2), "41", "1795317275", "550414"})
+	if err != nil || !got.Granted || got.Holds != 2 || got.Fence == nil ||
+		got.Fence.Counter != 41 || got.Fence.Clock.UnixMicro() != 1795317275550414 {
+		t.Fatalf("decodeAcquired = %+v, %v", got, err)
+	}
+	if got, err := decodeAcquired([]any{int64(1), int64(1)}); err != nil || got.Fence != nil {
+		t.Fatalf("a grant without a fence = %+v, %v", got, err)
+	}
+	for _, bad := range []any{
+		[]any{int64(0), int64(2), "41", "1795317275", "550414"}, []any{int64(1), int64(0), "41", "1", "1"},
+		[]any{int64(1), int64(1), "041", "1", "1"}, []any{int64(1), int64(1), "18446744073709551615", "1", "1"},
+		[]any{int64(1), int64(1), "1", "1", "1000000"}, []any{int64(1), int64(1), nil, nil, nil},
+	} {
+		if _, err := decodeAcquired(bad); !errors.Is(err, ErrBadReply) {
+			t.Fatalf("decodeAcquired(%#v) = %v, want ErrBadReply", bad, err)
+		}
+	}
+}
+
+func TestDecodeRaisedHeld(t *testing.T) {
+	if value, held, err := decodeRaisedHeld([]any{int64(1), "9"}, 7); err != nil || !held || value != 9 {
+		t.Fatalf("accepted = %d, %t, %v", value, held, err)
+	}
+	if value, held, err := decodeRaisedHeld([]any{int64(0)}, 7); err != nil || held || value != 0 {
+		t.Fatalf("refused = %d, %t, %v", value, held, err)
+	}
+	for _, bad := range []any{
+		[]any{int64(1), "6"}, []any{int64(1)}, []any{int64(0), "7"}, []any{int64(2)}, "7", int64(0), nil, []any{},
+	} {
+		if _, _, err := decodeRaisedHeld(bad, 7); !errors.Is(err, ErrBadReply) {
+			t.Fatalf("decodeRaisedHeld(%#v) = %v, want ErrBadReply", bad, err)
+		}
+	}
+}

@@ -14,9 +14,12 @@ var (
 	fenceReadSource string
 	//go:embed scripts/fence.lua
 	fenceSource string
+	//go:embed scripts/fence_held.lua
+	fenceHeldSource string
 
 	fenceReadScript = newTimedScript(guardSource + fenceReadSource)
 	fenceScript     = newScript(fenceSource)
+	fenceHeldScript = newScript(fenceHeldSource)
 )
 
 // MaxToken bounds fencing tokens and counters: the largest uint64 less
@@ -55,7 +58,8 @@ func decodeFence(reply any) (Fence, error) {
 }
 
 // RaiseFence sets the fencing counter at key to at least token and answers
-// the counter after the call.
+// the counter after the call, whoever holds the lock (ForceUnlock's raise;
+// a grant's write-back is RaiseHeldFence).
 func (n *Node) RaiseFence(ctx context.Context, key string, token uint64) (uint64, error) {
 	reply, err := n.run(ctx, fenceScript, ClockCheck{}, []string{key}, strconv.FormatUint(token, 10)).Result()
 	if err != nil {
@@ -70,6 +74,33 @@ func decodeRaised(reply any, token uint64) (uint64, error) {
 		return 0, fmt.Errorf("%w to fence: %v", ErrBadReply, reply)
 	}
 	return value, nil
+}
+
+// RaiseHeldFence is RaiseFence on condition that hold still holds the lock
+// at keys.Lock on the node (a hold field, or the lock handed to its owner
+// naming hold): it answers the counter after the call and true, or 0 and
+// false (nothing changed) when the hold is not there. It is the write-back
+// of a grant's token (see fencing.go in the root package).
+func (n *Node) RaiseHeldFence(ctx context.Context, keys Keys, hold string, token uint64) (uint64, bool, error) {
+	used := []string{keys.Fence, keys.Lock}
+	reply, err := n.run(ctx, fenceHeldScript, ClockCheck{}, used, strconv.FormatUint(token, 10), hold).Result()
+	if err != nil {
+		return 0, false, conflicting(err, used...)
+	}
+	return decodeRaisedHeld(reply, token)
+}
+
+func decodeRaisedHeld(reply any, token uint64) (uint64, bool, error) {
+	items, _ := reply.([]any)
+	switch {
+	case len(items) == 1 && items[0] == int64(0):
+		return 0, false, nil
+	case len(items) == 2 && items[0] == int64(1):
+		if value, err := decodeRaised(items[1], token); err == nil {
+			return value, true, nil
+		}
+	}
+	return 0, false, fmt.Errorf("%w to fence while held: %v", ErrBadReply, reply)
 }
 
 // decimal reads a reply that is a decimal string (or an integer) in

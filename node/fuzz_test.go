@@ -63,6 +63,16 @@ func FuzzDecoders(f *testing.F) {
 				t.Fatalf("decodeRaised(%#v, %d) = %d, below the token", reply, token, value)
 			}
 		}
+		if err == nil && acquired.Fence != nil && (!acquired.Granted || acquired.Fence.Counter > MaxToken) {
+			t.Fatalf("decodeAcquired(%#v) = %+v: a fence without a grant, or above MaxToken", reply, acquired)
+		}
+		for _, token := range []uint64{0, 7, MaxToken} {
+			value, held, err := decodeRaisedHeld(reply, token)
+			check("decodeRaisedHeld", err)
+			if err == nil && ((held && value < token) || (!held && value != 0)) {
+				t.Fatalf("decodeRaisedHeld(%#v, %d) = %d, %t", reply, token, value, held)
+			}
+		}
 		view, err := decodeView(reply)
 		check("decodeView", err)
 		if err == nil && view.Holder == "" && (view.Holds != 0 || view.Handed) {
@@ -127,6 +137,9 @@ var realReplies = []any{
 	[]any{"12", "3f2a9c0d1e4b5a67", "worker-1"},
 	[]any{nil, nil, nil},
 	[]any{int64(1), int64(1), "1795317275", "550414"},
+	[]any{int64(1), int64(1), "41", "1795317275", "550414"},
+	[]any{int64(1), int64(2), "0", "1795317275", "550414"},
+	[]any{int64(1), "1795317275550415"}, []any{int64(0)},
 	[]any{"1795317275", "550414"},
 	[]any{"1795317275550415", "1795317275", "999999"},
 	"1795317275550415", "7",

@@ -127,6 +127,17 @@ type Keys struct {
 	// by a release that frees the lock with no writer waiting; "" for a
 	// lock without readers.
 	Readers string
+	// Fenced: a grant by Acquire or AcquireQueued answers the fencing
+	// counter at Fence and the node's clock too (Acquired.Fence).
+	Fenced bool
+}
+
+// withFence is used with the fencing counter added when keys.Fenced.
+func (k Keys) withFence(used []string) []string {
+	if k.Fenced {
+		return append(used, k.Fence)
+	}
+	return used
 }
 
 // Acquired is a node's answer to an acquire.
@@ -141,12 +152,15 @@ type Acquired struct {
 	// Revoked: refused because this hold was released on the node before
 	// the acquire arrived.
 	Revoked bool
+	// Fence: granted with Keys.Fenced, the node's fencing counter and
+	// clock, read with the vote (nil otherwise).
+	Fence *Fence
 }
 
 // Acquire takes the lock for owner's hold, or re-enters it. The call is
 // one of order's (nil: of none).
 func (n *Node) Acquire(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration) (Acquired, error) {
-	used := []string{keys.Lock, keys.Gone, n.markerKey(keys)}
+	used := keys.withFence([]string{keys.Lock, keys.Gone, n.markerKey(keys)})
 	reply, err := n.calls.run(ctx, order, acquireScript, keys.Clock, used,
 		owner, hold, milliseconds(ttl), milliseconds(keys.Guard)).Result()
 	if err != nil {
@@ -162,10 +176,21 @@ func decodeAcquired(reply any) (Acquired, error) {
 		if code, ok := items[0].(int64); ok && code == 2 {
 			return Acquired{Revoked: true}, nil
 		}
-	case 2:
-		if ints, err := int64s(items); err == nil && ints[0] == 1 && ints[1] > 0 {
-			return Acquired{Granted: true, Holds: ints[1]}, nil
+	case 2, 5:
+		// A grant: {1, holds}, or {1, holds, counter, seconds, micros}.
+		ints, err := int64s(items[:2])
+		if err != nil || ints[0] != 1 || ints[1] < 1 {
+			break
 		}
+		acquired := Acquired{Granted: true, Holds: ints[1]}
+		if len(items) == 5 {
+			fence, err := decodeFence(items[2:])
+			if err != nil {
+				break
+			}
+			acquired.Fence = &fence
+		}
+		return acquired, nil
 	case 3:
 		// A refusal: {0, pttl, holder}.
 		holder, ok := items[2].(string)

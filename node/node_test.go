@@ -221,6 +221,81 @@ func TestRelease_tombstoneRefusesALateAcquireAndRenewal(t *testing.T) {
 	}
 }
 
+// With Keys.Fenced, a grant answers the counter and the node's clock, read
+// with the vote; a refusal does not, and a counter of another type fails
+// the acquire before it takes anything.
+func TestAcquire_fencedGrantAnswersTheCounter(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	keys := keysOf("lf")
+	keys.Fenced = true
+	if err := cluster.Admin(t, 0).Set(ctx, keys.Fence, "41", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := n.Acquire(ctx, nil, keys, "o", "h1", time.Second)
+	if err != nil || !got.Granted || got.Fence == nil || got.Fence.Counter != 41 || time.Since(got.Fence.Clock).Abs() > time.Minute {
+		t.Fatalf("fenced Acquire = %+v, %v", got, err)
+	}
+	if got, err := n.Acquire(ctx, nil, keys, "other", "h2", time.Second); err != nil || got.Granted || got.Fence != nil {
+		t.Fatalf("refused fenced Acquire = %+v, %v", got, err)
+	}
+	keys.Lock, keys.Fence = "lf2", "lf2:fence"
+	if got, err := n.AcquireQueued(ctx, nil, keys, "o", "h3", time.Second, node.Waiter{Ticket: 1, Lifetime: time.Second, Channel: "lf2:c", Fair: true}, time.Second); err != nil || got.Fence == nil || got.Fence.Counter != 0 {
+		t.Fatalf("fenced AcquireQueued of no counter = %+v, %v", got, err)
+	}
+	keys.Lock, keys.Fence = "lf3", "h"
+	if err := cluster.Admin(t, 0).HSet(ctx, "h", "a", "b").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Acquire(ctx, nil, keys, "o", "h4", time.Second); !errors.Is(err, node.ErrKeyConflict) {
+		t.Fatalf("fenced Acquire with a hash for a counter = %v, want ErrKeyConflict", err)
+	}
+	if exists, err := cluster.Admin(t, 0).Exists(ctx, "lf3").Result(); err != nil || exists != 0 {
+		t.Fatalf("the failed acquire took the lock: %d, %v", exists, err)
+	}
+}
+
+// RaiseHeldFence raises the counter only while the hold holds the lock,
+// and never lowers it.
+func TestRaiseHeldFence_onlyWhileTheHoldHolds(t *testing.T) {
+	n, cluster := oneNode(t)
+	ctx := context.Background()
+	keys := keysOf("rh")
+	if value, held, err := n.RaiseHeldFence(ctx, keys, "h1", 5); err != nil || held || value != 0 {
+		t.Fatalf("RaiseHeldFence of a free lock = %d, %t, %v", value, held, err)
+	}
+	if _, err := n.Acquire(ctx, nil, keys, "o", "h1", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if value, held, err := n.RaiseHeldFence(ctx, keys, "h2", 5); err != nil || held || value != 0 {
+		t.Fatalf("RaiseHeldFence of another hold = %d, %t, %v", value, held, err)
+	}
+	for _, step := range []struct{ token, want uint64 }{{1 << 60, 1 << 60}, {5, 1 << 60}, {1<<60 + 1, 1<<60 + 1}} {
+		if value, held, err := n.RaiseHeldFence(ctx, keys, "h1", step.token); err != nil || !held || value != step.want {
+			t.Fatalf("RaiseHeldFence(%d) = %d, %t, %v; want %d", step.token, value, held, err, step.want)
+		}
+	}
+	if _, err := release(ctx, n, keys, "o", "h1", 0); err != nil {
+		t.Fatal(err)
+	}
+	if value, held, err := n.RaiseHeldFence(ctx, keys, "h1", 1<<61); err != nil || held {
+		t.Fatalf("RaiseHeldFence after the release = %d, %t, %v", value, held, err)
+	}
+	if got, err := n.ReadFence(ctx, keys); err != nil || got.Counter != 1<<60+1 {
+		t.Fatalf("counter after a refused write-back = %+v, %v", got, err)
+	}
+	// Handed to the owner naming the hold (a lease taken from the notices).
+	if err := cluster.Admin(t, 0).HSet(ctx, keys.Lock, "owner", "o", "handed", "c.2").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if value, held, err := n.RaiseHeldFence(ctx, keys, "c.1", 1<<61); err != nil || held {
+		t.Fatalf("RaiseHeldFence of a hold the handing does not name = %d, %t, %v", value, held, err)
+	}
+	if value, held, err := n.RaiseHeldFence(ctx, keys, "c.2", 1<<61); err != nil || !held || value != 1<<61 {
+		t.Fatalf("RaiseHeldFence of the handed hold = %d, %t, %v", value, held, err)
+	}
+}
+
 func TestReadFence_counterAndClock(t *testing.T) {
 	n, cluster := oneNode(t)
 	ctx := context.Background()

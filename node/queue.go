@@ -79,7 +79,7 @@ func (n *Node) handing(keys Keys) []string {
 func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration,
 	w Waiter, window time.Duration) (Acquired, error) {
 	args := append([]any{owner, hold, milliseconds(ttl)}, w.args()...)
-	used := n.handing(keys)
+	used := keys.withFence(n.handing(keys))
 	reply, err := n.calls.run(ctx, order, acquireQueuedScript, keys.Clock, used,
 		append(args, milliseconds(window), milliseconds(keys.Guard), w.span())...).Result()
 	if err != nil {

@@ -11,20 +11,26 @@
 -- KEYS[3]  the node's marker (see guard.lua)
 -- ARGV[3]  ttl in milliseconds
 -- ARGV[4]  restart guard in milliseconds (see guard.lua; "0": off)
+-- KEYS[4]  optional: the fencing counter; given, a grant answers it too
 --
 -- Reply (then the node's seconds and microseconds: timed in guard.lua):
 --        {1, holds}          granted; holds = this owner's hold count
+--        {1, holds, counter, seconds, microseconds}
+--                            granted, KEYS[4] given: the fencing counter
+--                            (decimal string, absent: "0") and the node's
+--                            TIME, read with the vote (see fencing.go)
 --        {0, pttl, holder}   another owner holds it; pttl = its remaining
 --                            milliseconds (-1: no expiry set), holder = a
 --                            fingerprint of the owner (not the id itself,
 --                            which would let the reader release the lock)
 --        {2}                 this hold was released already: not granted
--- Errors: WRONGTYPE when KEYS[1] is not a hash; "not a lock" when it is a
+-- Errors: WRONGTYPE when KEYS[1] is not a hash or KEYS[4] not a string; "not a lock" when it is a
 --         hash without an owner; QUARANTINED (see guard.lua).
 local refused = guard(KEYS[3], ARGV[4])
 if refused then
   return refused
 end
+local counter = fence_at(KEYS[4])
 local holder = redis.call('HGET', KEYS[1], 'owner')
 if holder ~= false and holder ~= ARGV[1] then
   return timed({0, redis.call('PTTL', KEYS[1]), string.sub(redis.sha1hex(holder), 1, 16)})
@@ -67,4 +73,4 @@ else
   end
   holds = redis.call('HLEN', KEYS[1]) - 1
 end
-return timed({1, holds})
+return timed(fenced({1, holds}, counter))

@@ -20,19 +20,24 @@
 -- KEYS[6]  the node's marker, ARGV[9] restart guard in ms (see guard.lua)
 -- ARGV[10] how long a lock handed to this waiter is kept at most, in
 --          milliseconds (its span: see queue.lua)
+-- KEYS[7]  optional: the fencing counter (as KEYS[4] of acquire.lua)
 --
 -- Reply (then the node's seconds and microseconds: timed in guard.lua):
 --        {1, holds}         granted (as acquire.lua); a claimed handoff is 1
+--        {1, holds, counter, seconds, microseconds}
+--                           granted, KEYS[7] given (as acquire.lua)
 --        {2}                this hold was released already (as acquire.lua)
 --        {0, pttl, who}     refused: another owner holds it (pttl >= -1,
 --                           who = its fingerprint), or it was free but
 --                           another waiter heads the queue and now has it
 --                           (pttl = -2, who = that waiter's fingerprint)
 --        QUARANTINED error (see guard.lua): nothing changed
+-- Errors: WRONGTYPE when KEYS[7] is not a string (nothing changed).
 local refused = guard(KEYS[6], ARGV[9])
 if refused then
   return refused
 end
+local counter = fence_at(KEYS[7])
 local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5], marker = KEYS[6], guard_ms = ARGV[9]}
 local owner, hold, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
 if redis.call('ZSCORE', KEYS[2], hold) then
@@ -93,4 +98,4 @@ end
 if waiting then
   dequeue(q, owner)
 end
-return timed({1, holds})
+return timed(fenced({1, holds}, counter))

@@ -34,6 +34,31 @@ local function timed(reply)
   return reply
 end
 
+-- fence_at reads a grant's fencing counter at key (a decimal string; absent
+-- reads as "0"), or nil when key is nil (the call did not ask for it). It
+-- runs before the script changes anything, so that a key of another type
+-- fails the call with nothing taken.
+local function fence_at(key)
+  if key then
+    return redis.call('GET', key) or '0'
+  end
+  return nil
+end
+
+-- fenced appends a grant's fencing counter and the node's TIME (seconds,
+-- microseconds) to reply when counter is not nil: the token's read, taken
+-- with the vote (see fencing.go).
+local function fenced(reply, counter)
+  if counter then
+    node_time = node_time or redis.call('TIME')
+    local n = #reply
+    reply[n + 1] = counter
+    reply[n + 2] = node_time[1]
+    reply[n + 3] = node_time[2]
+  end
+  return reply
+end
+
 -- facts: what the guard asks the node past its hot path, defined by the
 -- first call that needs it (defining it costs every script otherwise).
 local node_facts
