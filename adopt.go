@@ -132,12 +132,24 @@ func (h *handoff) attempting() {
 
 // failed records the failed attempt hold that started at start: refused
 // says which nodes refused it with an answer (not unsure of its fate).
+// Notices heard while the attempt ran count now: when a quorum of them
+// named it, ready is signalled here, since no later notice may come to
+// signal it (the wake-up of the Hub needs one release id from a quorum,
+// and a lock handed on by a leave on one node and a release on others
+// bears two).
 func (h *handoff) failed(hold string, start time.Time, refused func(i int) bool) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.hold, h.start = hold, start
 	for i := range h.refused {
 		h.refused[i] = refused(i)
+	}
+	full := h.countLocked() >= h.need
+	h.mu.Unlock()
+	if full {
+		select {
+		case h.ready <- struct{}{}:
+		default:
+		}
 	}
 }
 
