@@ -27,7 +27,7 @@ func TestHandoff_settle(t *testing.T) {
 		out := make(chan time.Duration, 1)
 		start := time.Now()
 		go func() {
-			h.settle(hold, done)
+			h.settle(hold, handoffGrace, done)
 			out <- time.Since(start)
 		}()
 		return out
