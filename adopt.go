@@ -132,12 +132,24 @@ func (h *handoff) attempting() {
 
 // failed records the failed attempt hold that started at start: refused
 // says which nodes refused it with an answer (not unsure of its fate).
+// Notices heard while the attempt ran count now: when a quorum of them
+// named it, ready is signalled here, since no later notice may come to
+// signal it (the wake-up of the Hub needs one release id from a quorum,
+// and a lock handed on by a leave on one node and a release on others
+// bears two).
 func (h *handoff) failed(hold string, start time.Time, refused func(i int) bool) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	h.hold, h.start = hold, start
 	for i := range h.refused {
 		h.refused[i] = refused(i)
+	}
+	full := h.countLocked() >= h.need
+	h.mu.Unlock()
+	if full {
+		select {
+		case h.ready <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -179,8 +191,17 @@ func (h *handoff) notHandedLocked(hold string, nodes []int) []int {
 // leave sent to such a node would pass the lock on there at once (it is
 // this call's), a round trip the lease's release makes anyway, and would
 // wake the next waiter with notices from a minority. So the nodes that
-// refused the lease's attempt are left only once their notices had up to
-// handoffGrace to arrive (settle), and only those not heard from. A node
+// refused the lease's attempt are left only once their notices had time
+// to arrive (settle), and only those not heard from. That time is the
+// node timeout, not handoffGrace: the notices of one release come apart
+// by the difference of the links' delays (a far node's tens of
+// milliseconds after a near one's), and a leave that reaches a far node
+// after its handing frees the lock there, so the next waiter's attempt is
+// granted there, fails, and must undo it on that far node before it can
+// take the lock when this lease's release hands it on: the slowest node's
+// round trip added to every handoff from a holder that was handed the
+// lock. The previous holder's release reaches each node within the node
+// timeout, or is left to the sweeper. A node
 // counts as heard only by a notice heard before the lease's release
 // starts (freeze): the release then reaches it after the handing and
 // passes the lock on. When the release starts before settle is done, it
@@ -208,11 +229,11 @@ func (h *handoff) takeLeave(hold string) []int {
 	return nodes
 }
 
-// settle waits up to handoffGrace for the notices of the nodes the lease
-// of hold is to leave, until all came, the release started, or done
-// closed (the Client is closing). The caller then takes the leave.
-func (h *handoff) settle(hold string, done <-chan struct{}) {
-	timer := time.NewTimer(handoffGrace)
+// settle waits up to within for the notices of the nodes the lease of
+// hold is to leave, until all came, the release started, or done closed
+// (the Client is closing). The caller then takes the leave.
+func (h *handoff) settle(hold string, within time.Duration, done <-chan struct{}) {
+	timer := time.NewTimer(within)
 	defer timer.Stop()
 	for h.waitingFor(hold) {
 		select {

@@ -27,7 +27,7 @@ func TestHandoff_settle(t *testing.T) {
 		out := make(chan time.Duration, 1)
 		start := time.Now()
 		go func() {
-			h.settle(hold, done)
+			h.settle(hold, handoffGrace, done)
 			out <- time.Since(start)
 		}()
 		return out
@@ -86,4 +86,46 @@ func TestHandoff_settle(t *testing.T) {
 			t.Fatalf("left %v, want [1 2]", rest)
 		}
 	})
+}
+
+// Notices that hand the lock to an attempt may all come while it still
+// runs (refused on those nodes, it waits for the others' answers). Once
+// it failed, they are a quorum's handoff: the waiter must be told at once,
+// not after a notice that may never come. The Hub's own wake-up needs one
+// release id from a quorum, and a lock handed on by a release on some
+// nodes and by a leave on another bears two: without this the waiter slept
+// until the handed lock's TTL ran out.
+func TestHandoff_noticesHeardDuringTheAttemptCountWhenItFails(t *testing.T) {
+	const hold = "call.1"
+	h := newHandoff(5, 3)
+	h.attempting()
+	h.heard(0, "release.1 fp "+hold)
+	h.heard(1, "release.1 fp "+hold)
+	h.heard(2, "leave-id fp "+hold)
+	select {
+	case <-h.ready:
+		t.Fatal("ready while the attempt runs")
+	default:
+	}
+	h.failed(hold, time.Now(), func(i int) bool { return i < 3 })
+	select {
+	case <-h.ready:
+	default:
+		t.Fatal("a quorum's notices heard during the attempt did not make the handoff ready when it failed")
+	}
+	if got, _, nodes := h.latest(); got != hold || !slices.Equal(nodes, []int{0, 1, 2}) {
+		t.Fatalf("latest: %q on %v, want %q on [0 1 2]", got, nodes, hold)
+	}
+
+	// Fewer than a quorum named it: nothing to act on.
+	h = newHandoff(5, 3)
+	h.attempting()
+	h.heard(0, "release.1 fp "+hold)
+	h.heard(1, "release.1 fp "+hold)
+	h.failed(hold, time.Now(), func(i int) bool { return i < 3 })
+	select {
+	case <-h.ready:
+		t.Fatal("ready with notices from 2 of 5 nodes")
+	default:
+	}
 }

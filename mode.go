@@ -100,9 +100,10 @@ func (w waiters) leaveQueue(ctx context.Context, k *call, lease *lease) {
 	}
 	// Holding the lock already: leaving the other nodes' queues must not
 	// delay Lock (a dead node would cost the node timeout). A call that
-	// hears notices first gives the ones on their way a moment, and does
-	// not leave the nodes that handed it the lock (handoff.settle); the
-	// lease's release takes over the leave if it starts sooner.
+	// hears notices first gives the ones on their way up to the node
+	// timeout, and does not leave the nodes that handed it the lock
+	// (handoff.settle); the lease's release takes over the leave if it
+	// starts sooner.
 	h := k.handoff
 	if h == nil || k.watcher == nil { // nothing to hear: finish left no watcher behind
 		w.m.client.background.Go(func() { w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id) })
@@ -110,7 +111,7 @@ func (w waiters) leaveQueue(ctx context.Context, k *call, lease *lease) {
 	}
 	h.expectLeave(lease.hold, queued)
 	w.m.client.background.Go(func() {
-		h.settle(lease.hold, w.m.client.done)
+		h.settle(lease.hold, max(handoffGrace, w.m.settings.nodeTimeout), w.m.client.done)
 		k.unwatch()
 		if rest := h.takeLeave(lease.hold); len(rest) > 0 {
 			w.queue.Leave(context.WithoutCancel(ctx), rest, k.owner, k.id)
