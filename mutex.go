@@ -208,10 +208,13 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 		}
 		if k.watcher == nil || k.unconfirmed {
 			// Subscribe, then try again at once: a release between the
-			// failed attempt and the subscription must not be missed.
-			// Quarantined nodes grant nothing before they vote again.
-			k.confirmWatch(ctx)
-			if outcome.votesAgain.IsZero() {
+			// failed attempt and the subscription must not be missed. Not
+			// when the watcher was confirmed before the attempt failed: a
+			// new attempt then only changes the hold the queue hands the
+			// lock to, and the far nodes' notices naming the old one are
+			// lost. Quarantined nodes grant nothing before they vote again.
+			early := k.watcher != nil
+			if confirmed := k.confirmWatch(ctx); !(early && confirmed) && outcome.votesAgain.IsZero() {
 				continue
 			}
 		}
@@ -274,15 +277,18 @@ func (k *call) subscribe() {
 }
 
 // confirmWatch subscribes k, if it is not, and waits until a quorum of the
-// nodes confirmed its subscription.
-func (k *call) confirmWatch(ctx context.Context) {
+// nodes confirmed its subscription. It reports whether it was confirmed
+// already.
+func (k *call) confirmWatch(ctx context.Context) bool {
 	if k.watcher == nil {
 		k.subscribe()
 	}
+	already := true
 	if k.unconfirmed {
-		k.watcher.Confirmed(ctx)
+		already = k.watcher.Confirmed(ctx)
 		k.unconfirmed = false
 	}
+	return already
 }
 
 // finish ends the call with lease (nil when it failed).

@@ -110,11 +110,13 @@ func (h *Hub) Subscribe(name string, threshold int, accept func(payload string) 
 }
 
 // Confirmed returns once the watcher's subscription is confirmed (see
-// Watch), the confirm timeout passed, or ctx is done.
-func (w *Watcher) Confirmed(ctx context.Context) {
-	if w.ch != nil {
-		w.hub.awaitConfirmed(ctx, w.ch, w.threshold)
+// Watch), the confirm timeout passed, or ctx is done. It reports whether
+// the subscription was confirmed already when it was called.
+func (w *Watcher) Confirmed(ctx context.Context) bool {
+	if w.ch == nil {
+		return true
 	}
+	return w.hub.awaitConfirmed(ctx, w.ch, w.threshold)
 }
 
 // awaitConfirmed returns once threshold of the nodes not known to be down
@@ -122,23 +124,23 @@ func (w *Watcher) Confirmed(ctx context.Context) {
 // timeout passed, or ctx is done. A threshold of nodes is enough: a wake-up
 // needs notices from that many, and a dead or far node must not cost a
 // new watcher its round trip or the timeout.
-func (h *Hub) awaitConfirmed(ctx context.Context, ch *channel, threshold int) {
+func (h *Hub) awaitConfirmed(ctx context.Context, ch *channel, threshold int) (already bool) {
 	timer := time.NewTimer(h.timeout)
 	defer timer.Stop()
-	for {
+	for first := true; ; first = false {
 		h.mu.Lock()
 		confirmed, reachable := ch.confirmedOf(h.down)
 		changed := ch.changed
 		h.mu.Unlock()
 		if confirmed >= min(max(threshold, 1), reachable) {
-			return
+			return first
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
 }
