@@ -43,8 +43,8 @@ func setupFresh(b *testing.B, s *site, cfg xdcConfig) (func() xdcLog, nodeErrs) 
 // each behind a delay proxy with the RTT of a profile (BENCH_PROFILE, all
 // of P1, P2, P3 by default), our Client (Dial, default options unless a
 // figure says otherwise) against redsync (defaults) through the same
-// proxies. Sub-benchmarks are profile=…/case=…/lib=…; each prints its
-// table at the end. Run it with -benchtime 1x; see README.md for the
+// proxies. Sub-benchmarks are profile=…/case=…/lib=…; each profile prints
+// its table (Markdown) at the end. Run it with -benchtime 1x; see README.md for the
 // figures.
 func BenchmarkCrossDC(b *testing.B) {
 	cfg := loadXDCConfig(b)
@@ -60,7 +60,7 @@ func BenchmarkCrossDC(b *testing.B) {
 			for _, c := range crossDCCases() {
 				b.Run("case="+c.kase+"/lib="+c.lib, func(b *testing.B) { s.measure(b, cfg, c) })
 			}
-			b.Log(s.table())
+			fmt.Print(s.table()) // stdout: benchstat ignores these lines
 		})
 	}
 }
@@ -83,6 +83,7 @@ type xdcRow struct {
 	errs       int
 	cmds       []float64 // per node, per cycle (or handoff)
 	nodeErrs   []int64   // per node, our Clients' NodeError events
+	lastErrs   []string  // per node with events, the last one's text
 	firstError error
 }
 
@@ -107,6 +108,9 @@ func (s *site) measure(b *testing.B, cfg xdcConfig, c xdcCase) {
 		row.cmds = append(row.cmds, float64(after[i]-before[i]-1)/units) // -1: the first INFO
 		if errsAfter != nil {
 			row.nodeErrs = append(row.nodeErrs, errsAfter[i]-errsBefore[i])
+			if errsAfter[i] > errsBefore[i] {
+				row.lastErrs = append(row.lastErrs, fmt.Sprintf("n%d: %s", i, errs.lastErr(i)))
+			}
 		}
 	}
 	s.compare(&row, log)
@@ -149,16 +153,17 @@ func (s *site) report(b *testing.B, row xdcRow) {
 	}
 }
 
-// table is the profile's figures, readable: p50, as a multiple of the
-// quorum RTT, against the reference, commands per cycle on each node and
-// our Clients' node errors.
+// table is the profile's figures as a Markdown table: p50, as a multiple
+// of the quorum RTT, against the reference, commands per cycle on each
+// node and our Clients' node errors; then each row's last node errors.
 func (s *site) table() string {
 	var w strings.Builder
 	q := s.prof.quorumRTT()
-	fmt.Fprintf(&w, "profile %s: target RTT ms %v, measured %s, quorum RTT %v\n",
+	fmt.Fprintf(&w, "\n#### %s: RTT ms target %s, measured %s; quorum RTT %v\n\n",
 		s.prof.name, fmtMillis(s.prof.rtts), fmtMillis(s.measured), q)
-	fmt.Fprintf(&w, "%-20s %-13s %8s %7s %-14s %-26s %s\n",
-		"case", "lib", "p50 ms", "x quor", "ratio", "cmds/cycle per node", "node errs")
+	w.WriteString("| case | lib | p50 ms | × quorum | ratio | cmds/cycle n0…n4 | node errs n0…n4 |\n")
+	w.WriteString("|---|---|---:|---:|---|---|---|\n")
+	var notes []string
 	for _, r := range s.rows {
 		ratio := ""
 		if r.ratio > 0 {
@@ -168,16 +173,22 @@ func (s *site) table() string {
 		for i, c := range r.cmds {
 			cmds[i] = fmt.Sprintf("%.1f", c)
 		}
-		errs := "-"
+		errs := "–"
 		if r.nodeErrs != nil {
-			errs = fmt.Sprint(r.nodeErrs)
+			errs = strings.Trim(fmt.Sprint(r.nodeErrs), "[]")
 		}
-		fmt.Fprintf(&w, "%-20s %-13s %8.1f %7.2f %-14s %-26s %s", r.kase, r.lib, millis(r.p50),
-			float64(r.p50)/float64(q), ratio, strings.Join(cmds, " "), errs)
+		p50 := fmt.Sprintf("%.1f", millis(r.p50))
 		if r.errs > 0 {
-			fmt.Fprintf(&w, "  (%d of %d failed)", r.errs, r.errs+r.samples)
+			p50 += fmt.Sprintf(" (%d of %d failed)", r.errs, r.errs+r.samples)
 		}
-		w.WriteString("\n")
+		fmt.Fprintf(&w, "| %s | %s | %s | %.2f | %s | %s | %s |\n", r.kase, r.lib, p50,
+			float64(r.p50)/float64(q), ratio, strings.Join(cmds, " "), errs)
+		for _, e := range r.lastErrs {
+			notes = append(notes, fmt.Sprintf("- %s/%s, last error on %s", r.kase, r.lib, e))
+		}
+	}
+	if len(notes) > 0 {
+		w.WriteString("\n" + strings.Join(notes, "\n") + "\n")
 	}
 	return w.String()
 }

@@ -135,12 +135,11 @@ func (s *site) goRedisClients() []*redis.Client {
 }
 
 // calibrationPings is how many PINGs one calibration round times per node.
-const calibrationPings = 15
+const calibrationPings = 21
 
 // calibrate measures the median PING RTT through each proxy and, while it
-// is more than half a millisecond off the profile's, corrects the proxy's
-// delay by the difference, in whole milliseconds (see setRTT), in at most
-// three rounds. The last measurement is kept in s.measured: it includes
+// is more than 0.75 ms off the profile's, corrects the proxy's delay by the
+// difference, in whole milliseconds (see setRTT), in at most three rounds. The last measurement is kept in s.measured: it includes
 // the client's and the server's own time (~0.1 ms on loopback).
 func (s *site) calibrate(ctx context.Context) error {
 	s.measured = make([]time.Duration, len(s.proxies))
@@ -180,7 +179,7 @@ func calibrateOne(ctx context.Context, c *redis.Client, p *delayProxy, target ti
 			return 0, err
 		}
 		off := m - target
-		if off.Abs() <= 500*time.Microsecond || round == 2 {
+		if off.Abs() <= 750*time.Microsecond || round == 2 {
 			break
 		}
 		p.setRTT(p.rtt() - off)
@@ -216,13 +215,21 @@ func (s *site) nodeCommands(ctx context.Context) ([]int64, error) {
 	return out, nil
 }
 
-// nodeErrs counts the NodeError events of our Clients, per node.
-type nodeErrs []atomic.Int64
+// nodeErrs counts the NodeError events of our Clients, per node, and
+// keeps the last one's text.
+type nodeErrs []nodeErr
+
+type nodeErr struct {
+	n    atomic.Int64
+	last atomic.Pointer[string]
+}
 
 func (e nodeErrs) observer() redlock.Observer {
 	return redlock.Observer{NodeError: func(err *redlock.NodeError) {
 		if err.Node >= 0 && err.Node < len(e) {
-			e[err.Node].Add(1)
+			e[err.Node].n.Add(1)
+			text := err.Err.Error()
+			e[err.Node].last.Store(&text)
 		}
 	}}
 }
@@ -234,7 +241,15 @@ func (e nodeErrs) snapshot() []int64 {
 	}
 	out := make([]int64, len(e))
 	for i := range e {
-		out[i] = e[i].Load()
+		out[i] = e[i].n.Load()
 	}
 	return out
+}
+
+// lastErr is the text of node i's last NodeError ("" if none).
+func (e nodeErrs) lastErr(i int) string {
+	if p := e[i].last.Load(); p != nil {
+		return *p
+	}
+	return ""
 }
