@@ -56,6 +56,9 @@ func BenchmarkCrossDC(b *testing.B) {
 			if err := s.calibrate(ctx); err != nil {
 				b.Fatal(err)
 			}
+			for _, off := range s.check() {
+				fmt.Printf("    calibration: %s (a loaded machine?)\n", off)
+			}
 			b.Run("case=rtt", func(b *testing.B) { s.reportRTT(b) })
 			for _, c := range crossDCCases() {
 				b.Run("case="+c.kase+"/lib="+c.lib, func(b *testing.B) { s.measure(b, cfg, c) })

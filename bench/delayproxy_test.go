@@ -59,10 +59,6 @@ func (p *delayProxy) setRTT(rtt time.Duration) {
 	p.toClient.Store(int64(rtt - toServer))
 }
 
-func (p *delayProxy) rtt() time.Duration {
-	return time.Duration(p.toServer.Load() + p.toClient.Load())
-}
-
 func (p *delayProxy) addr() string { return p.listener.Addr().String() }
 
 func (p *delayProxy) serve() {
