@@ -137,15 +137,17 @@ func (s *site) goRedisClients() []*redis.Client {
 // calibrationPings is how many PINGs one calibration round times per node.
 const calibrationPings = 21
 
-// calibrate checks each proxy: the median of calibrationPings PING RTTs
+// calibrate measures each proxy: the median of calibrationPings PING RTTs
 // through it, in up to three rounds while it is more than 1 ms above the
-// profile's, keeping the lowest. It does not change the delays: they are
-// whole milliseconds, which Go's timers keep to within ~0.1 ms (see
-// setRTT), and a proxy cannot be faster than its delay, so what the
-// rounds see above it is the machine's load; correcting for that chased
-// noise (30 ms nodes set to 27 ms on a loaded machine). The result, in
-// s.measured, includes the client's and the server's own time (~0.1–0.4
-// ms on loopback); check reports a node still more than 1 ms off.
+// profile's, keeping the lowest (the load of the machine only adds to it).
+// A timer wakes some 0.3-0.7 ms late on this kind of machine (measured),
+// so a delay of whole milliseconds each way comes out about 1.2 ms long:
+// when the lowest median is 1 ms or more above the target, the delay is
+// cut by the whole milliseconds of the excess, once, and measured again.
+// Only downwards and only once: correcting by every round's offset chased
+// the load (P1's 30 ms nodes ended at 27 and 33 ms). The result, in
+// s.measured, includes the client's and the server's own time (~0.1-0.4
+// ms on loopback); check names a node still more than 1 ms off.
 func (s *site) calibrate(ctx context.Context) error {
 	s.measured = make([]time.Duration, len(s.proxies))
 	clients := s.goRedisClients()
@@ -158,7 +160,7 @@ func (s *site) calibrate(ctx context.Context) error {
 	var failed atomic.Pointer[error]
 	for i := range s.proxies {
 		wg.Go(func() {
-			m, err := calibrateOne(ctx, clients[i], s.prof.rtts[i])
+			m, err := calibrateOne(ctx, clients[i], s.proxies[i], s.prof.rtts[i])
 			if err != nil {
 				err = fmt.Errorf("node %d: calibrate: %w", i, err)
 				failed.Store(&err)
@@ -184,10 +186,24 @@ func (s *site) check() []string {
 	return off
 }
 
-func calibrateOne(ctx context.Context, c *redis.Client, target time.Duration) (time.Duration, error) {
+func calibrateOne(ctx context.Context, c *redis.Client, p *delayProxy, target time.Duration) (time.Duration, error) {
 	if err := c.Ping(ctx).Err(); err != nil { // connect outside the timing
 		return 0, err
 	}
+	best, err := lowestMedian(ctx, c, target)
+	if err != nil {
+		return 0, err
+	}
+	if excess := (best - target).Truncate(time.Millisecond); excess > 0 {
+		p.setRTT(target - excess)
+		return lowestMedian(ctx, c, target)
+	}
+	return best, nil
+}
+
+// lowestMedian is the lowest median PING RTT of up to three rounds,
+// stopping at one within 1 ms of target.
+func lowestMedian(ctx context.Context, c *redis.Client, target time.Duration) (time.Duration, error) {
 	best := time.Duration(-1)
 	for range 3 {
 		m, err := medianPing(ctx, c)
