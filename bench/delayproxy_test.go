@@ -48,10 +48,10 @@ func newDelayProxy(target string, rtt time.Duration) (*delayProxy, error) {
 // setRTT splits rtt, rounded to whole milliseconds, over the two
 // directions, each a whole number of milliseconds (the reply gets the odd
 // one). Whole milliseconds because Go's timers wake through epoll_wait,
-// whose timeout is in milliseconds: a sleep of 4.98 ms wakes at 4 ms, then
-// at 5 ms, a few µs after its due time, but a sleep of 0.5 ms or 4.5 ms
-// overshoots by about half a millisecond. It applies to chunks read from
-// then on.
+// whose timeout is in milliseconds: a sleep of 0.5 ms or 4.5 ms runs to
+// the next whole millisecond. Even a whole one wakes some 0.6 ms late on
+// the machine this was written on; calibrate measures and trims that. It
+// applies to chunks read from then on.
 func (p *delayProxy) setRTT(rtt time.Duration) {
 	rtt = max(rtt.Round(time.Millisecond), 0)
 	toServer := (rtt / 2).Truncate(time.Millisecond)
