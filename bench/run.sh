@@ -7,18 +7,25 @@
 # benchmark once (-count 1), so that drift in the machine's background load
 # hits every library alike rather than the COUNT runs of one library in a
 # row. benchstat wants 6 or more runs for confidence intervals.
-# BENCH (default .) selects benchmarks, as go test -bench does.
+# BENCH (default .) selects benchmarks, as go test -bench does; the default
+# leaves out BenchmarkCrossDC (minutes per round, through delay proxies):
+# BENCH=CrossDC COUNT=1 ./run.sh runs it alone (see README.md).
 # Before each round it waits (up to QUIET_WAIT seconds, default 300) until
 # other processes use at most QUIET_BUSY % (default 25) of the CPU over 2 s,
 # and prints what it saw: results from a busy machine are noise.
 # BENCH_NODES, BENCH_WORKERS, BENCH_DURATION, BENCH_IDLE_DURATION,
 # BENCH_CYCLES, BENCH_TP_WORKERS, BENCH_LEASES, BENCH_RENEW_TTL and
-# BENCH_RENEW_HOLD pass through to the benchmarks (see README.md).
+# BENCH_RENEW_HOLD pass through to the benchmarks, and BENCH_PROFILE,
+# BENCH_HANDOFFS and BENCH_FRESH to BenchmarkCrossDC (see README.md).
 # bash for pipefail: a failed run must not end in tables of a partial out.txt.
 set -euo pipefail
 cd "$(dirname "$0")"
 benchstat=(go run golang.org/x/perf/cmd/benchstat@latest)
 go test -c -o bench.test .
+skip=()
+if [ -z "${BENCH:-}" ]; then
+	skip=(-test.skip '^BenchmarkCrossDC$')
+fi
 
 # busy prints the % of CPU time not idle over the next 2 s (0 without /proc).
 busy() {
@@ -51,7 +58,7 @@ for round in $(seq "${COUNT:-5}"); do
 	state=$(quiet)
 	echo "# round $round of ${COUNT:-5}: $state, load average $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)" >&2
 	./bench.test -test.run '^$' -test.bench "${BENCH:-.}" -test.benchtime 1x -test.count 1 \
-		-test.timeout 30m | tee -a out.txt
+		"${skip[@]}" -test.timeout 30m | tee -a out.txt
 done
 "${benchstat[@]}" out.txt
 if grep -q 'lib=redsync/' out.txt; then
