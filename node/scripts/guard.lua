@@ -36,11 +36,15 @@ end
 
 -- fence_at reads a grant's fencing counter at key (a decimal string; absent
 -- reads as "0"), or nil when key is nil (the call did not ask for it). It
--- runs before the script changes anything, so that a key of another type
--- fails the call with nothing taken.
+-- runs before the script changes anything, so that a key of another type,
+-- or a string that is not a counter, fails the call with nothing taken.
 local function fence_at(key)
   if key then
-    return redis.call('GET', key) or '0'
+    local counter = redis.call('GET', key) or '0'
+    if not string.match(counter, '^%d+$') or #counter > 20 then
+      error({err = 'WRONGTYPE redlock: the fencing counter holds a string that is not a counter'})
+    end
+    return counter
   end
   return nil
 end
