@@ -26,7 +26,12 @@ import (
 // grant's quorum meets W at some node, where this vote found the lock
 // free of that owner: so it came after that hold left the node, after the
 // write-back there, and read a counter at least that token; a node's
-// counter only grows. Without the hold check the argument fails: a
+// counter only grows. (Or the vote came before that hold arrived: then
+// this hold left the node first, by its release, its expiry or a restart,
+// each after this lease's validity, so this lease did not come later.)
+// The write-back must also end within the validity window, or a key
+// expired meanwhile breaks the argument (model: EXPIRY with NOVALID).
+// Without the hold check the argument fails: a
 // write-back may land where the other vote came first, and tokens then go
 // backwards under message delay alone (model/fencing.pml, NOOWNER). So
 // does reading the counter at vote time with an unchecked write-back.

@@ -177,6 +177,8 @@ check fencing                   fencing.pml pass                            smal
 check fencing-restart-empty     fencing.pml pass -DCRASH -DMAXCLOCK=1       small: skip
 check neg-fencing-unchecked-write-back fencing.pml fail -DVOTEREAD -DNOOWNER small: -DMAXCLOCK=0
 check neg-fencing-read-round-unchecked fencing.pml fail -DUNCHECKEDREAD     small: -DMAXCLOCK=0
+check fencing-expiry            fencing.pml pass -DEXPIRY                   small: skip
+check neg-fencing-no-validity-check fencing.pml fail -DEXPIRY -DNOVALID     small: -DEXPIRY -DNOVALID
 check neg-fencing-at-vote-time  fencing.pml fail -DOLDFENCE                 small: -DMAXCLOCK=0
 check neg-fencing-no-clock-term fencing.pml fail -DVOTEREAD -DCRASH -DNOCLOCK -DMAXCLOCK=1
 # The lock (lock.pml).

@@ -35,6 +35,10 @@
  *             acquire answers to use): after the grant quorum, a read
  *             round of counters and clocks (fence_read.lua), then the
  *             write-back, without the ownership check.
+ *   EXPIRY    keys expire TTL (2) ticks after their vote, and a vote that
+ *             lands again after the expiry re-takes the key.
+ *   NOVALID   (with EXPIRY) Lock returns even when the write-back ended
+ *             after the validity window. Must fail.
  *   CRASH     one node may crash and restart empty (counter 0, no lock
  *             key), no sooner than a TTL after it went down; at most one
  *             node down at a time.
@@ -57,6 +61,19 @@
 byte counter[N];
 bool up[N];
 byte lockOf[N];        /* 0 free, else the client whose key it is */
+#ifdef EXPIRY
+/* A key expires TTL ticks after the vote that set it (the validity window
+ * is one tick); a vote that lands again after the expiry re-takes the key
+ * (a duplicate or retried acquire of the same hold). */
+#define TTL 2
+byte until[N];
+#define STAMP(i) until[i] = clock + TTL;
+#define EXPIRE(i) if :: lockOf[i] != 0 && until[i] <= clock -> lockOf[i] = 0 :: else -> skip fi
+#define DUP(i) :: atomic { voted[i] && up[i] && lockOf[i] == 0 -> lockOf[i] = me; STAMP(i) skip }
+#else
+#define STAMP(i)
+#define DUP(i)
+#endif
 byte clock;
 #ifdef CRASH
 byte downSince;
@@ -79,7 +96,11 @@ inline Check(me, other) {
 
 active proctype Tick() {
 	do
+#ifdef EXPIRY
+	:: clock < MAXCLOCK -> atomic { clock++; EXPIRE(0); EXPIRE(1); EXPIRE(2) }
+#else
 	:: clock < MAXCLOCK -> clock++
+#endif
 	:: else -> break
 	od
 }
@@ -110,11 +131,11 @@ proctype Crash() {
  * their own (OLDFENCE: the increment, and the new counter) */
 #if defined(OLDFENCE)
 #define VOTE(i) :: atomic { !voted[i] && up[i] && lockOf[i] == 0 -> \
-	lockOf[i] = me; voted[i] = true; votes++; counter[i]++; \
+	lockOf[i] = me; STAMP(i) voted[i] = true; votes++; counter[i]++; \
 	if :: counter[i] > best -> best = counter[i] :: else -> skip fi }
 #else
 #define VOTE(i) :: atomic { !voted[i] && up[i] && lockOf[i] == 0 -> \
-	lockOf[i] = me; voted[i] = true; votes++; \
+	lockOf[i] = me; STAMP(i) voted[i] = true; votes++; \
 	if :: !readRound -> COUNTERTERM(i); CLOCKTERM :: else -> skip fi }
 #endif
 
@@ -122,10 +143,10 @@ proctype Crash() {
  * the answer not counted (OLDFENCE: the increment still made) */
 #ifdef OLDFENCE
 #define LATEVOTE(i) :: atomic { !voted[i] && up[i] && lockOf[i] == 0 -> \
-	lockOf[i] = me; voted[i] = true; counter[i]++ }
+	lockOf[i] = me; STAMP(i) voted[i] = true; counter[i]++ }
 #else
 #define LATEVOTE(i) :: atomic { !voted[i] && up[i] && lockOf[i] == 0 -> \
-	lockOf[i] = me; voted[i] = true }
+	lockOf[i] = me; STAMP(i) voted[i] = true }
 #endif
 
 /* fence_read.lua on node i: counter and clock (the read round) */
@@ -162,6 +183,9 @@ proctype Client(byte me) {
 	VOTE(0)
 	VOTE(1)
 	VOTE(2)
+	DUP(0)
+	DUP(1)
+	DUP(2)
 	:: votes >= Q -> break
 	od;
 	if
@@ -183,12 +207,19 @@ proctype Client(byte me) {
 	LATEVOTE(0)
 	LATEVOTE(1)
 	LATEVOTE(2)
+	DUP(0)
+	DUP(1)
+	DUP(2)
 	:: written >= Q -> break
 	od;
 	/* Lock returns only within the validity window */
 	atomic {
 		if
+#ifdef NOVALID
+		:: true -> granted[me] = true; Check(me, 3 - me)
+#else
 		:: clock < start[me] + VALID -> granted[me] = true; Check(me, 3 - me)
+#endif
 		:: else -> skip
 		fi
 	};
