@@ -145,20 +145,25 @@ func untilVotes(at time.Time) time.Duration {
 	return wait + wait/100 + 5*time.Millisecond
 }
 
-// telling is err, unless the attempt was cut short by its ctx on every
-// node that failed (nothing learnt): then the attempt before's, previous.
+// telling is err, unless the attempt was cut short by its ctx on some node
+// and every other node that failed was not asked (its breaker open):
+// nothing learnt, so the attempt before's, previous.
 func telling(err, previous error) error {
 	if previous == nil || err == nil {
 		return err
 	}
 	var nodeErrs []*NodeError
 	collectNodeErrors(err, &nodeErrs)
+	cut := false
 	for _, ne := range nodeErrs {
-		if !errors.Is(ne.Err, context.Canceled) && !errors.Is(ne.Err, context.DeadlineExceeded) {
+		switch {
+		case errors.Is(ne.Err, context.Canceled) || errors.Is(ne.Err, context.DeadlineExceeded):
+			cut = true
+		case !errors.Is(ne.Err, node.ErrNotSent):
 			return err
 		}
 	}
-	if len(nodeErrs) == 0 {
+	if !cut {
 		return err
 	}
 	return previous

@@ -55,6 +55,17 @@ func TestTelling(t *testing.T) {
 	if got := telling(told, previous); got != told {
 		t.Errorf("telling(with a quarantine) = %v; want it kept", got)
 	}
+	downToo := joinErrors(fmt.Errorf("%w: 0 of 3", ErrNoQuorum),
+		&NodeError{Err: fmt.Errorf("%w: %w", node.ErrNotSent, context.DeadlineExceeded)},
+		&NodeError{Err: fmt.Errorf("%w: the node did not answer its last 3 calls", node.ErrNotSent)})
+	if got := telling(downToo, previous); got != previous {
+		t.Errorf("telling(cut short, the rest down) = %v; want the previous error", got)
+	}
+	down := joinErrors(fmt.Errorf("%w: 1 of 3", ErrNoQuorum),
+		&NodeError{Err: fmt.Errorf("%w: the node did not answer its last 3 calls", node.ErrNotSent)})
+	if got := telling(down, previous); got != down {
+		t.Errorf("telling(not cut) = %v; want it kept", got)
+	}
 	if got := telling(ErrNotAcquired, previous); got != ErrNotAcquired {
 		t.Errorf("telling(no node errors) = %v; want it kept", got)
 	}

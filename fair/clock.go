@@ -124,14 +124,16 @@ func (c *Clock) measure(ctx context.Context, q *Queue) (time.Duration, bool) {
 // of its clock (the one of the shortest round trip), and false when none
 // succeeded.
 func (c *Clock) read(ctx context.Context, q *Queue, i int) (time.Duration, bool) {
-	if offset, _, ok := q.Nodes[i].ClockOffset(); ok && c.Local == nil {
-		return offset, true // read with the node's recent calls: no call needed
-	}
 	clockOnly := q.Keys
 	clockOnly.Guard = 0 // only the clock is read: a node that lost its data has one
 	var best, bestTrip time.Duration
 	ok := false
 	for range readings {
+		// The node's recent calls (the Client's warm-up, or the read
+		// before) read its clock already: no call needed.
+		if offset, _, known := q.Nodes[i].ClockOffset(); known && c.Local == nil {
+			return offset, true
+		}
 		sent := c.local()
 		fence, err := q.Nodes[i].ReadFence(ctx, clockOnly)
 		if err != nil {
