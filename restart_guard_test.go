@@ -75,6 +75,7 @@ func TestGuard_nodesUpLongerThanTheGuardVoteAtOnce(t *testing.T) {
 func TestGuard_emptyRestartEndsAtRestartPlusGuard(t *testing.T) {
 	cluster := redistest.Start(t, 3)
 	const guard = 3 * time.Second
+	restarting := time.Now() // the processes start after this
 	for _, i := range []int{0, 1} {
 		if err := cluster.Nodes[i].Restart(false); err != nil {
 			t.Fatal(err)
@@ -85,8 +86,10 @@ func TestGuard_emptyRestartEndsAtRestartPlusGuard(t *testing.T) {
 	ctx := testContext(t)
 	lease := mustLock(t, ctx, newClient(t, cluster, redlock.WithTTL(guard)).Mutex("empty"))
 	// The node knows its start to the second, rounded up.
-	at := time.Since(restarted)
-	if at < guard || at > guard+1300*time.Millisecond {
+	if at := time.Since(restarting); at < guard {
+		t.Fatalf("granted %v after the restarts began; want the guard (%v) first", at, guard)
+	}
+	if at := time.Since(restarted); at > guard+1300*time.Millisecond {
 		t.Fatalf("granted %v after the restart; want from the guard (%v) to a second later", at, guard)
 	}
 	mustUnlock(t, lease)
