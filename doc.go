@@ -43,7 +43,7 @@
 // A process pause (GC, swap, a stopped VM) can outlast the validity window
 // without the holder noticing before it acts. No lock service can prevent
 // that on its own; fencing tokens (WithFencing, Lease.Token) checked by the
-// protected resource can. See the README for the full discussion.
+// protected resource can. See docs/safety.md for the full discussion.
 //
 // # Reentrancy
 //

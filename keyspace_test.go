@@ -19,7 +19,7 @@ const keyspaceTTL = time.Second
 // keyspaceLeft is what a node may hold once every lease was released and a
 // TTL has passed: its marker, and the fencing counters of the names that
 // were fenced (an election is fenced), kept on purpose: a token must never
-// go backwards (see the README's table of keys).
+// go backwards (see the table of keys in docs/operations.md).
 var keyspaceLeft = []string{"redlock:node", "redlock:{fenced}:fence", "redlock:{leader}:fence"}
 
 // Every kind of operation, then every lease released: one TTL later each

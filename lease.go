@@ -65,7 +65,7 @@ func (l *Lease) Until() time.Time { return l.held.Until() }
 // Token is the fencing token of this grant (with WithFencing; 0 without).
 // It is greater than the token of any lease of another owner that ended
 // (Until passed, or Unlock began) before this one was granted, as long as
-// the lock's own assumptions hold (see the README). Between overlapping
+// the lock's own assumptions hold (see docs/safety.md). Between overlapping
 // holds of one owner (re-entrant holds, WithOwner in two processes) tokens
 // are not ordered. A Multi lease's is its first part's (in lock order).
 // Give it to the resource the lock protects, and have the resource refuse

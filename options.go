@@ -248,8 +248,8 @@ func WithQueueTimeout(d time.Duration) Option { return func(s *settings) { s.que
 // before Lock returns (a lease adopted from the handoff notices reads them
 // in a round of its own first). Tokens are about
 // the nodes' clocks in microseconds, so that they keep increasing when
-// nodes restart empty after the TTL (see fencing.go and the README for the
-// exact assumptions).
+// nodes restart empty after the TTL (see fencing.go and docs/safety.md for
+// the exact assumptions).
 func WithFencing() Option { return func(s *settings) { s.fencing = true } }
 
 // WithKeyPrefix sets the prefix of every key and channel (default

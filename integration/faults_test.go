@@ -17,8 +17,8 @@ import (
 // The timeline of one fault scenario. The fault lasts two TTLs, so that
 // every lease taken before it must be renewed on the healthy majority (or
 // be lost) while it lasts, and a killed or stopped node stays down longer
-// than the TTL before it comes back empty, as the README's first
-// assumption asks.
+// than the TTL before it comes back empty, as the first assumption in
+// docs/safety.md asks.
 const (
 	warmUp   = time.Second
 	faultFor = 2 * harness.TTL

@@ -46,7 +46,7 @@
  *             With CRASH it must fail.
  *
  * Time: a clock ticks (Tick); a TTL and the validity window are one tick.
- * Every node reads the same clock: skew is not modelled (the README states
+ * Every node reads the same clock: skew is not modelled (docs/safety.md states
  * the assumption: node clocks within TTL/2 of true time). The token's
  * clock term is clock * K, K larger than any counter one tick can reach.
  */

@@ -15,7 +15,7 @@
  *   tombstones: once a release with a tombstone ran on a node, no acquire
  *   of that hold is granted there for a TTL (in VOTE); a request that
  *   arrives later than that, or after the node lost its data, can still
- *   land, and its key expires at its TTL (as the README says).
+ *   land, and its key expires at its TTL (as docs/safety.md says).
  *
  * Configurations (-D):
  *   LATE      requests still on their way after the release land then, or

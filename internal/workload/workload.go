@@ -235,7 +235,7 @@ func (w *worker) run(ctx context.Context) {
 
 // section is the critical section: read every record, sleep, write each
 // back plus one — skipped once the lease's Context is done, as the holder
-// must (see the README's guarantees).
+// must (see the guarantees in docs/safety.md).
 func (w *worker) section(lease *redlock.Lease) {
 	if w.mode == Semaphore {
 		w.permitSection(lease)

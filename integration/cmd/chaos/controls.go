@@ -16,7 +16,7 @@ import (
 	"github.com/quorumlock/redlock/internal/workload"
 )
 
-// The negative controls break one of the README's assumptions on purpose
+// The negative controls break one of the assumptions in docs/safety.md on purpose
 // and must make the checker report violations: a checker that stays quiet
 // here would make the chaos run's "0 violations" worthless.
 const (

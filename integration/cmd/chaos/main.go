@@ -5,8 +5,8 @@
 // delayed; a minority of the nodes at a time), with several Clients
 // contending in every lock mode, fenced, and the safety checker watching
 // every grant and its fencing token. It then heals the nodes and checks that every mode grants
-// again, and runs two negative controls that break the README's
-// assumptions on purpose (a majority restarted empty; a majority with fast
+// again, and runs two negative controls that break the assumptions of
+// docs/safety.md on purpose (a majority restarted empty; a majority with fast
 // clocks), each twice: with the library's check for it off (the restart
 // guard, the clock check), where the checker must catch two owners — a
 // checker that never fires proves nothing — and with it on, the default,

@@ -43,7 +43,7 @@ const (
 // are the safe ones: at most a minority ((n-1)/2) of the nodes is faulty at
 // any time, counting a node whose link to one Client is under a one-way
 // fault as faulty, and a node killed or stopped stays down for longer than
-// the TTL before it comes back empty, as the README's first assumption asks
+// the TTL before it comes back empty, as the first assumption in docs/safety.md asks
 // (an empty node back at once can complete a quorum for a second owner).
 // Each fault hits a node that is healthy then, and heals before d - settle.
 // Node faults and link faults are drawn alike, one kind of the seven at a

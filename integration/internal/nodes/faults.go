@@ -15,7 +15,7 @@ type Kind string
 
 // The faults. Kill and Restart leave the node down until Heal starts it
 // again, empty (the image keeps no data): the caller picks the downtime,
-// and the README's first assumption asks for longer than the TTL.
+// and docs/safety.md's first assumption asks for longer than the TTL.
 const (
 	Kill       Kind = "kill"       // SIGKILL; Heal starts it
 	Restart    Kind = "restart"    // graceful stop (SIGTERM); Heal starts it
