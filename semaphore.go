@@ -17,48 +17,13 @@ import (
 // Semaphore lets at most its count of permits be held at once, over the
 // Client's nodes. Each permit is a Lease: renewed by the watchdog, lost
 // (ErrLost) when it cannot be renewed, released by Unlock; a permit whose
-// holder crashed comes back when its TTL ends.
-//
-// A Semaphore of K permits is K slots, each an ordinary lock of its own
-// (the names "<name>:permit<i>", i = 0..K-1): a permit is a hold of one
-// slot. So the bound rests on the lock's own guarantee, once per slot, and
-// holds with the default majority quorum: at most one valid hold per slot,
-// so at most K. (Counting holders per node does not work: with K = 2 on
-// three nodes, three holders can each be counted on a different two of
-// them. model/semaphore.pml checks both.)
-//
-// The count is stored on the nodes (key "{<name>}:permits") where it is
-// missing, and checked against a quorum of them: by a Semaphore value's
-// first Acquire or TryAcquire, and every third of the TTL while the value
-// has an Acquire or TryAcquire running or a permit out (so that nodes that
-// lost their data get it back). A Semaphore with another count for the
-// same name gets ErrConfig, not a silently larger semaphore.
-//
-// The count lives only while it is used: each check keeps it on every
-// node that answered for at least a TTL from then, and it expires once no
-// Client checked it for a TTL. A permit relies on it, so a permit is
-// valid (Until, Context) no longer than a TTL after the start of the last
-// check a quorum confirmed, less the drift allowance: a permit whose
-// Semaphore could not confirm the count for that long is lost (ErrLost),
-// as a lease whose renewals fail is. So the count cannot expire on a
-// quorum while a permit granted under it is valid, and two counts never
-// have valid permits at once (model/semaphore.pml: semaphore-permits-check;
-// neg-permits-uncapped is the counterexample without that bound). That
-// holds across nodes that lose their data too, under the lock's own
-// assumption 1: permits.lua has the restart guard, so a node that lost the
-// count answers again only once every permit that read it there has ended
-// (semaphore-permits-check-restart; neg-permits-restart-at-once without
-// the guard). To change the count, stop every process that uses the name:
-// a TTL after the last permit ended the count is gone (or delete that key
-// on every node, or use another name).
-//
-// Permits are not reentrant: every Acquire takes a permit of its own, even
-// with a lease's Context or WithOwner. Fair mode and fencing tokens do not
-// apply to a Semaphore: WithFair or WithFencing given to Client.Semaphore
-// is ErrConfig; given to the Client as defaults, they are ignored here.
-//
-// Keep a Semaphore value and reuse it: it is K Mutex values, and a new
-// value checks the count again (one more round) on its first call.
+// holder crashed comes back when its TTL ends. K permits are K slots, each
+// an ordinary lock ("<name>:permit<i>"). The count is stored on the nodes:
+// another count for the same name is ErrConfig, and a permit whose count
+// could not be confirmed for about a TTL is lost (ErrLost). Permits are not
+// reentrant; WithFair or WithFencing given to Client.Semaphore is ErrConfig.
+// Keep a Semaphore value and reuse it: a new one checks the count again.
+// See docs/features.md, "Semaphore: slots and the count".
 type Semaphore struct {
 	client   *Client
 	name     string
