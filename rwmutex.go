@@ -11,39 +11,15 @@ import (
 )
 
 // RWMutex is a read-write lock over the Client's nodes: many readers at
-// once, or one writer. It is safe for concurrent use.
-//
-// The writer's side is the Mutex of the same name (the same keys, so a
-// Mutex of that name excludes readers as a writer does), with every option
-// of a Mutex: reentrancy by owner, the watchdog, fair mode, fencing tokens.
-// Read holds are kept on the nodes under one owner value shared by every
-// reader (node.Readers), each hold a field of its own: the lock's key is
-// held by the readers, or by one writer, or free, on every node, so the
-// lock's guarantee (one owner on a quorum at a time) keeps a writer apart
-// from every reader, and renewal, loss and release of a read hold are
-// those of a Mutex's hold (model/rwlock.pml checks it).
-//
-// A writer is not starved: a reader is refused while a writer waits in the
-// nodes' queue, so readers that arrive after a waiting writer wait for it,
-// and the last reader's release hands the lock to that writer. Readers
-// wait without a place in the queue: a writer's release that frees the
-// lock (no other writer waiting) tells them on a channel of their own, and
-// a waiting reader looks again at least every readerRecheck besides. The
-// preference is the writers': while writers keep arriving, each handing
-// the lock to the next, readers wait without bound.
-//
-// Reentrancy: RLock with the Context of one of its read leases takes a
-// read hold inside it, even while a writer waits (refusing it would
-// deadlock: the writer waits for the outer hold). RLock with a Context
-// whose owner holds the write lock in this Client takes another hold of the
-// write lock (a read inside the write). Lock or TryLock with the Context
-// of a read lease fails at once (ErrNotAcquired, saying why): a read hold
-// is never upgraded, so two readers that both ask cannot deadlock.
-//
-// Read leases have no fencing token (Token is 0) and no owner of their
-// own: their Owner is node.Readers. A reader that crashed holds the lock
-// from writers until the key's TTL ends after the last renewal of any
-// reader: read holds share the key's expiry.
+// once, or one writer. It is safe for concurrent use. The writer's side is
+// the Mutex of the same name, with every option of a Mutex; read holds
+// share one owner value on the nodes (node.Readers), so the lock's
+// guarantee keeps a writer apart from every reader. Writers are preferred:
+// a reader is refused while a writer waits. RLock with the Context of a
+// read lease, or of a write lease of this Client, re-enters; Lock with a
+// read lease's Context fails at once (ErrNotAcquired): no upgrades. Read
+// leases have no fencing token (Token is 0) and their Owner is node.Readers.
+// See docs/features.md, "Read-write lock: holds, waiting and reentrancy".
 type RWMutex struct {
 	name   string
 	writer *Mutex
