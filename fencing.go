@@ -9,50 +9,15 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// fence gives a new grant its fencing token. granted are the acquire
-// round's replies. Where a quorum of its grants answered their node's
-// fencing counter and clock with the vote (WithFencing asks every acquire
-// script for them), that costs one more round:
-//
-//   - the token is the highest counter + 1 over those grants, or the
-//     highest clock reading in microseconds if that is higher;
-//   - write-back: each node raises its counter to the token (never lowers
-//     it), but only while this lease's hold still holds the lock there
-//     (node.RaiseHeldFence); a quorum must accept before Lock returns.
-//
-// Why it increases: a lease of another owner that ended before this one
-// was granted had its write-back accepted by a quorum W before its Lock
-// returned, each node of W while that lease's hold was there. This
-// grant's quorum meets W at some node, where this vote found the lock
-// free of that owner: so it came after that hold left the node, after the
-// write-back there, and read a counter at least that token; a node's
-// counter only grows. (Or the vote came before that hold arrived: then
-// this hold left the node first, by its release, its expiry or a restart,
-// each after this lease's validity, so this lease did not come later.)
-// The write-back must also end within the validity window, or a key
-// expired meanwhile breaks the argument (model: EXPIRY with NOVALID).
-// Without the hold check the argument fails: a
-// write-back may land where the other vote came first, and tokens then go
-// backwards under message delay alone (model/fencing.pml, NOOWNER). So
-// does reading the counter at vote time with an unchecked write-back.
-//
-// Where the grants carry no counters (a lease adopted from the handoff
-// notices, adopt.go: no acquire reply of its hold), fence reads the
-// counters in a round of its own that starts after the grant
-// (node.ReadFence), three rounds in all. Its write-back is checked too:
-// unchecked, it could land where a vote of a two-round grant came first,
-// and the argument above would fail for that grant (model: UNCHECKEDREAD).
-//
-// The clock term covers what the counters cannot: nodes that lost them.
-// When every node of the quorum that held the previous token has
-// restarted empty since — which the lock's own rule allows only after the
-// TTL — the token still exceeds the previous one as long as the nodes'
-// wall clocks agree within half the TTL (each token is at most its
-// issuer's latest read, as long as fewer than one grant per microsecond is
-// made, every read is before its write-back, and a restart after the TTL
-// comes at least a TTL after it). So the counters are never made to
-// expire: that clock assumption would then carry every reuse of a name
-// after a quiet spell, not only restarts.
+// fence gives a new grant its fencing token; granted are the acquire
+// round's replies. The token is the highest counter + 1 over the grants'
+// answers (or the highest clock reading in microseconds, if higher),
+// written back to a quorum only while this lease's hold still holds the
+// lock there (node.RaiseHeldFence). Where fewer than a quorum of grants
+// carry counters (a lease adopted from the handoff notices), it reads them
+// first in a round of its own (node.ReadFence). Why tokens increase, and
+// what each step guards against: docs/safety.md, "Why fencing tokens
+// increase".
 func (l *lease) fence(ctx context.Context, granted []quorum.Reply[node.Acquired]) error {
 	m := l.mutex
 	need := m.settings.quorumOf(len(m.client.nodes))

@@ -242,14 +242,11 @@ func WithQueueTimeout(d time.Duration) Option { return func(s *settings) { s.que
 // a lease of one owner ended (Until passed, or Unlock began) before a
 // lease of another owner was granted, the later token is greater, while
 // the lock's own assumptions hold; tokens of overlapping holds of one
-// owner are not ordered. It costs one round trip more per grant: the acquire
-// reads the nodes' counters and clocks with the votes, and one more round
-// writes the token back to a quorum, where the grant still holds the lock,
-// before Lock returns (a lease adopted from the handoff notices reads them
-// in a round of its own first). Tokens are about
-// the nodes' clocks in microseconds, so that they keep increasing when
-// nodes restart empty after the TTL (see fencing.go and docs/safety.md for
-// the exact assumptions).
+// owner are not ordered. It costs one round trip more per grant (two for a
+// lease adopted from the handoff notices). Tokens are about the nodes'
+// clocks in microseconds, so that they keep increasing when nodes restart
+// empty after the TTL: compare them, do not count with them.
+// See docs/safety.md, "Fencing tokens" and "Why fencing tokens increase".
 func WithFencing() Option { return func(s *settings) { s.fencing = true } }
 
 // WithKeyPrefix sets the prefix of every key and channel (default
