@@ -158,22 +158,13 @@ func WithRestartGuard(d time.Duration) Option {
 
 // WithClockCheck turns the check of the nodes' clock rates on or off
 // (default on). Every round trip to a node reads its clock (TIME, in the
-// same pipeline as the call), and the Client compares how far the node's
-// clock moved between two readings with how much time passed on its own
-// monotonic clock at most. A node whose clock is proven to run faster than
-// 1 + the drift factor allows, or to have jumped forward, expires keys
+// same pipeline as the call). A node whose clock is proven to run faster
+// than 1 + the drift factor allows, or to have jumped forward, expires keys
 // early: its answers to acquires, renewals and fencing reads do not count
 // (Observer.Quarantined, a slog warning, ErrQuarantined in node errors)
-// until it has been found in bounds for a TTL after the last finding.
-//
-// What it rests on: this process's monotonic clock runs true (one that
-// stops while the nodes' run on, as in a suspended VM, makes every node
-// look fast: no quorum for about a TTL after the resume). A Client's
-// first call to a node reads the node's clock one extra round trip before
-// it, which proves a clock running about three times too fast or more at
-// once; smaller excesses are proven as readings spread over up to 1.6 s
-// accumulate. The check is off on Redis Cluster and Ring clients, whose
-// TIME may come from another shard than the script's.
+// until it has been found in bounds for a TTL after the last finding. It
+// rests on this process's monotonic clock running true, and is off on
+// Redis Cluster and Ring clients. See docs/safety.md, "The clock check".
 func WithClockCheck(on bool) Option { return func(s *settings) { s.clockOff = !on } }
 
 // clockCheck is the node-level form of the clock check of these settings.
