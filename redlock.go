@@ -88,18 +88,11 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 // returns a Client that owns them: Close closes them. Like New, it
 // connects to every node in the background; it returns once a quorum
 // answered, or after the node timeout. A node that is down is not an error
-// here (it may come up later, and the lock needs only a quorum); the first
-// Lock or TryLock reports unreachable nodes as *NodeError. Only a
-// malformed URL or option is (ErrConfig).
-//
-// go-redis logs failed dials through its process-wide logger. Dial's
-// clients keep a pool of four connections per node (the Client pipelines
-// its calls; pool_size in a URL overrides it), and go-redis logs a failed
-// dial only until as many as the pool's size have failed, then
-// probes the node quietly once a second: a dead node costs at most four
-// lines per outage. The library does not silence them, since that would
-// silence every other go-redis client of the process too; redis.SetLogger
-// does, for all.
+// here; the first Lock or TryLock reports unreachable nodes as *NodeError.
+// Only a malformed URL or option is (ErrConfig). Each client keeps a pool
+// of four connections (pool_size in a URL overrides it), so go-redis logs
+// at most four failed dials per outage of a node. See docs/operations.md,
+// "Dial, your own clients, and go-redis's logs".
 func Dial(urls []string, opts ...Option) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", ErrConfig)
