@@ -57,16 +57,11 @@ func Multi(mutexes ...*Mutex) *MultiMutex {
 // Lock takes every mutex, waiting for each in turn, and returns one Lease
 // for all, valid until the earliest Until of its parts. On any failure it
 // releases what it took and returns the error. The lease is lost as soon as
-// any part is lost.
-//
-// A part taken early may run out while Lock waits for a later one (a part
-// without the watchdog whose TTL is shorter than that wait, or one whose
-// renewal failed). Lock never returns such a lease: it releases every part
-// it took and starts over from the first, until it holds all of them valid
-// at once or ctx ends. Each new round may wait for every part again, and
-// the parts it released may go to other waiters meanwhile; with the
-// watchdog off, give each part a TTL longer than the waits for the parts
-// after it, or Lock may go round until ctx ends.
+// any part is lost. A part that runs out while Lock waits for a later one
+// makes Lock release every part and start over, until it holds all of them
+// valid at once or ctx ends; with the watchdog off, give each part a TTL
+// longer than the waits for the parts after it. See docs/features.md,
+// "Multi: parts that run out".
 func (mm *MultiMutex) Lock(ctx context.Context) (*Lease, error) {
 	return mm.acquire(ctx, (*Mutex).Lock, true)
 }
