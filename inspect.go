@@ -142,21 +142,14 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 
 // ForceUnlock is for operators: it removes every hold of the lock called
 // name (with the Client's key prefix), whoever holds it, on every node it
-// reaches, and raises the fence above every counter it saw (when it saw
-// one: a lock never fenced keeps no counter), so that a token granted from
-// now on is greater than the old holder's. The old
-// holder is not told: its holds are recorded as released (for the
-// Client's longest TTL, at least the lock's remaining time), so that its
-// first renewal that starts after ForceUnlock is refused and its lease
-// ends (ErrLost) then at the latest (a renewal already on its way may
-// still land first); a lease without the watchdog ends at its Until, and
-// its Extend fails. A waiter, if any, gets the lock as after a release. Until the old
-// holder's lease ends it may still act under it: only fencing tokens
-// protect the resource meanwhile.
-//
-// It returns nil when every node answered, an error matching ErrNoQuorum
-// when fewer than a quorum did (the holds on the others expire at their
-// TTL), and otherwise the failing nodes' *NodeError.
+// reaches, raises the fence above every counter it saw, and passes the
+// lock to a waiter, if any, as a release does. The old holder is not told:
+// its lease ends (ErrLost) at its first renewal that starts after
+// ForceUnlock at the latest; until then only fencing tokens protect the
+// resource. It returns nil when every node answered, an error matching
+// ErrNoQuorum when fewer than a quorum did (the holds on the others expire
+// at their TTL), and otherwise the failing nodes' *NodeError.
+// See docs/features.md, "ForceUnlock: what the old holder sees".
 func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrConfig)
