@@ -34,11 +34,10 @@ type Mutex struct {
 // Name is the lock's name.
 func (m *Mutex) Name() string { return m.name }
 
-// Lock waits until the lock is acquired or ctx is done.
-//
-// The owner is the one ctx carries (WithOwner, or a Lease's Context): if
-// that owner already holds the lock, Lock re-enters it at once and returns
-// a new Lease for the extra hold. Without one, each Lock is a new owner.
+// Lock waits until the lock is acquired or ctx is done. The owner is the
+// one ctx carries (WithOwner, or a Lease's Context): if that owner already
+// holds the lock, Lock re-enters it at once and returns a new Lease for
+// the extra hold. Without one, each Lock is a new owner.
 //
 // When ctx ends first, the error matches both ErrNotAcquired and ctx's
 // error. Before Lock returns, every node that may have granted was sent a
