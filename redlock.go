@@ -175,22 +175,7 @@ func (c *Client) Close() error {
 	// Calls in progress end soon (waiters see done; a round is bounded by
 	// the node timeout); only then is the set of leases final.
 	c.calls.Wait()
-	c.mu.Lock()
-	leases := make([]*lease, 0, len(c.leases))
-	for lease := range c.leases {
-		leases = append(leases, lease)
-	}
-	c.mu.Unlock()
-
-	var releases errgroup.Group
-	releases.SetLimit(closeParallelism)
-	for _, lease := range leases {
-		releases.Go(func() error {
-			_ = lease.release(context.Background(), ErrClosed, true) // best effort: the rest expires at its TTL
-			return nil
-		})
-	}
-	_ = releases.Wait()
+	c.releaseAll()
 	c.watchdog.close()
 	c.hub.Close()
 	idle := make(chan struct{})
@@ -226,6 +211,26 @@ func (c *Client) Close() error {
 	}
 	<-idle
 	return joinErrors(errs...)
+}
+
+// releaseAll releases every lease still tracked, closeParallelism at a
+// time, best effort: what a node does not answer expires at its TTL.
+func (c *Client) releaseAll() {
+	c.mu.Lock()
+	leases := make([]*lease, 0, len(c.leases))
+	for lease := range c.leases {
+		leases = append(leases, lease)
+	}
+	c.mu.Unlock()
+	var releases errgroup.Group
+	releases.SetLimit(closeParallelism)
+	for _, lease := range leases {
+		releases.Go(func() error {
+			_ = lease.release(context.Background(), ErrClosed, true)
+			return nil
+		})
+	}
+	_ = releases.Wait()
 }
 
 // Mutex returns the lock called name. It is cheap and safe for concurrent

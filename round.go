@@ -269,12 +269,7 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 			holder, holds = fingerprint, count
 		}
 	}
-	for _, reply := range replies {
-		if pttl := reply.Value.PTTL; reply.Vote == quorum.No && reply.Value.Holder == holder && pttl >= 0 &&
-			(result.minPTTL < 0 || pttl < result.minPTTL) {
-			result.minPTTL = pttl
-		}
-	}
+	result.minPTTL = shortestPTTL(replies, holder)
 	// Held: one owner has, or may have (counting the silent nodes), a
 	// quorum. Split: no owner can, so every contender backs off briefly.
 	conflicts, conflicted := v.conflicts()
@@ -300,6 +295,19 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 		result.err = fmt.Errorf("%w: votes split, %d of %d needed", ErrNotAcquired, v.yes, need)
 	}
 	return result
+}
+
+// shortestPTTL is the shortest time left of holder's key among the nodes
+// that refused for it, or -1 when none said.
+func shortestPTTL(replies []quorum.Reply[node.Acquired], holder string) time.Duration {
+	shortest := time.Duration(-1)
+	for _, reply := range replies {
+		if pttl := reply.Value.PTTL; reply.Vote == quorum.No && reply.Value.Holder == holder && pttl >= 0 &&
+			(shortest < 0 || pttl < shortest) {
+			shortest = pttl
+		}
+	}
+	return shortest
 }
 
 // behind reports whether some refusal by holder was a waiting writer's

@@ -193,13 +193,7 @@ func (c *clock) observe(s sample, checks []ClockCheck) []error {
 		}
 		c.rate, c.lastBad = max(c.rate, proven), now
 	}
-	c.last = s
-	if len(c.ring) == 0 || s.sent.Sub(c.ring[len(c.ring)-1].sent) >= sampleSpacing {
-		if len(c.ring) == ringSize {
-			c.ring = append(c.ring[:0], c.ring[1:]...)
-		}
-		c.ring = append(c.ring, s)
-	}
+	c.keep(s)
 	verdicts := make([]error, len(checks))
 	for i, check := range checks {
 		switch {
@@ -213,6 +207,18 @@ func (c *clock) observe(s sample, checks []ClockCheck) []error {
 		}
 	}
 	return verdicts
+}
+
+// keep makes s the latest reading, and adds it to the ring when it is
+// sampleSpacing after the ring's newest.
+func (c *clock) keep(s sample) {
+	c.last = s
+	if len(c.ring) == 0 || s.sent.Sub(c.ring[len(c.ring)-1].sent) >= sampleSpacing {
+		if len(c.ring) == ringSize {
+			c.ring = append(c.ring[:0], c.ring[1:]...)
+		}
+		c.ring = append(c.ring, s)
+	}
 }
 
 // MaxClockHold bounds ClockCheck.Hold; findings further apart than it
