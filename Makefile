@@ -13,7 +13,7 @@ PKGS := ./...
 ## the reply decoders, and the small tier of the model check (every
 ## negative variant, each property on smaller configurations). Each phase
 ## prints its time ("== phase race: 121s"), and the total at the end.
-## On a 2-core machine: 4 to 5½ minutes and under 1 GB of memory with the
+## On a 2-core machine: 4 to 6 minutes and under 1 GB of memory with the
 ## Go build cache of earlier runs (the race tests 2 to 3 minutes, the fuzz
 ## run 20 to 50 s, the model's small tier 30 to 60 s); about 8 minutes
 ## and 1.3 GB (one compile) with an empty one, which builds the standard
