@@ -45,9 +45,14 @@ func TestKeyspace_nothingLeftOneTTLAfterTheLastRelease(t *testing.T) {
 		t.Fatalf("node 0 right after the last release holds only %q", keys)
 	}
 	time.Sleep(time.Until(released.Add(keyspaceTTL + keyspaceTTL/2)))
+	// A fencing counter is raised only where the hold was when its
+	// write-back came (a quorum at least): a node whose acquire straggled
+	// may have none. The marker is on every node.
 	for i := range cluster.Nodes {
-		if keys := cluster.Keys(t, i); !slices.Equal(keys, keyspaceLeft) {
-			t.Errorf("node %d holds %q a TTL and a half after the last release; want %q", i, keys, keyspaceLeft)
+		keys := cluster.Keys(t, i)
+		extra := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return slices.Contains(keyspaceLeft, k) })
+		if len(extra) > 0 || !slices.Contains(keys, "redlock:node") {
+			t.Errorf("node %d holds %q a TTL and a half after the last release; want the marker and at most %q", i, keys, keyspaceLeft)
 		}
 	}
 }

@@ -378,6 +378,16 @@ func TestRWMutex_cancelledReaderLeavesNothing(t *testing.T) {
 	ctx := testContext(t)
 	rw, reader := newClient(t, cluster).RWMutex("gone"), newClient(t, cluster).RWMutex("gone")
 	write := mustLock(t, ctx, rw)
+	// Lock returned at a quorum; the third node's grant may still be on
+	// its way on a loaded machine.
+	waitFor(t, 5*time.Second, "the writer's hold on every node", func() bool {
+		for i := range 3 {
+			if holdCount(t, cluster.Admin(t, i), "redlock:{gone}") != 1 {
+				return false
+			}
+		}
+		return true
+	})
 	waitCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	if _, err := reader.RLock(waitCtx); !errors.Is(err, redlock.ErrNotAcquired) || !errors.Is(err, context.DeadlineExceeded) {
