@@ -133,28 +133,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 		return nil, ErrClosed
 	}
 	defer c.end()
-	owner, explicit := reentrant.Owner(ctx)
-	switch {
-	case explicit && owner == "":
-		return nil, fmt.Errorf("%w: empty owner in context", ErrConfig)
-	case explicit && owner == node.Readers && !m.reader:
-		return nil, fmt.Errorf("%w: the owner %q is kept for the read holds of an RWMutex", ErrConfig, owner)
-	case m.reader:
-		owner = node.Readers // every read hold is the readers'
-	case !explicit:
-		owner = reentrant.NewID()
-	}
 	began := time.Now()
-	k := &call{m: m, owner: owner, wait: wait, id: reentrant.NewID()}
-	if wait && !explicit && m.adoptable() {
-		// Only an owner id of this call's own: two calls that share one
-		// (WithOwner) both write its place on the nodes, so a notice
-		// naming one call's attempt says nothing of what the other sent
-		// (its claim, and the undo of that claim, could free the lock).
-		k.handoff = newHandoff(len(c.nodes), m.settings.quorumOf(len(c.nodes)))
-	}
-	if m.reader {
-		k.nested = readHeld(ctx, m) != nil
+	k, err := m.newCall(ctx, wait)
+	if err != nil {
+		return nil, err
 	}
 	if err := k.enter(ctx); err != nil {
 		return nil, err
@@ -173,22 +155,8 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 		if lease == nil && outcome.err == nil {
 			lease, outcome = m.attempt(ctx, k, contended)
 		}
-		if lease != nil && ctx.Err() != nil {
-			// Granted just as ctx ended: the caller has stopped waiting and
-			// would never unlock it, so give it back (as x/sync/semaphore
-			// does). The release leaves the gate.
-			k.finish(ctx, lease)
-			_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
-			return nil, gaveUp(ctx, last)
-		}
 		if lease != nil {
-			k.finish(ctx, lease)
-			if err := c.track(lease); err != nil {
-				_ = lease.release(context.WithoutCancel(ctx), ErrClosed, true)
-				return nil, err
-			}
-			m.observeAcquired(lease, time.Since(began), outcome.votes)
-			return lease, nil
+			return m.won(ctx, k, lease, outcome.votes, began, last)
 		}
 		if ctx.Err() != nil {
 			// Given up during the round: say so, and what it saw.
@@ -196,26 +164,11 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 			return nil, gaveUp(ctx, telling(outcome.err, last))
 		}
 		last = outcome.err
-		var stop *stopError
-		if !wait || errors.Is(outcome.err, ErrConfig) || errors.As(outcome.err, &stop) {
-			k.finish(ctx, nil)
-			return nil, outcome.err
-		}
-		if err := quarantinedPast(ctx, outcome); err != nil {
-			k.finish(ctx, nil)
+		if err := k.ends(ctx, outcome); err != nil {
 			return nil, err
 		}
-		if k.watcher == nil || k.unconfirmed {
-			// Subscribe, then try again at once: a release between the
-			// failed attempt and the subscription must not be missed. Not
-			// when the watcher was confirmed before the attempt failed: a
-			// new attempt then only changes the hold the queue hands the
-			// lock to, and the far nodes' notices naming the old one are
-			// lost. Quarantined nodes grant nothing before they vote again.
-			early := k.watcher != nil
-			if confirmed := k.confirmWatch(ctx); !(early && confirmed) && outcome.votesAgain.IsZero() {
-				continue
-			}
+		if k.subscribeFirst(ctx, outcome) {
+			continue
 		}
 		delay, ok := pacer.next(outcome)
 		if !ok {
@@ -223,30 +176,115 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 			return nil, outcome.err
 		}
 		delay, contended = m.mode.pace(delay, outcome)
-		delay = m.quarantineWait(delay, outcome)
-		timer := time.NewTimer(delay)
-		var handed <-chan struct{}
-		if k.handoff != nil {
-			handed = k.handoff.ready
+		if err := k.sleep(ctx, m.quarantineWait(delay, outcome), outcome.err); err != nil {
+			return nil, err
 		}
-		select {
-		case <-k.watcher.Wake():
-			if k.handoff != nil {
-				k.handoff.await(ctx)
-			}
-		case <-handed:
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			k.finish(ctx, nil)
-			return nil, gaveUp(ctx, outcome.err)
-		case <-c.done:
-			timer.Stop()
-			k.finish(ctx, nil)
-			return nil, ErrClosed
-		}
-		timer.Stop()
 	}
+}
+
+// newCall makes the state of one Lock or TryLock call: its owner (the
+// ctx's, the readers', or a new one) and how it may be handed the lock.
+func (m *Mutex) newCall(ctx context.Context, wait bool) (*call, error) {
+	owner, explicit := reentrant.Owner(ctx)
+	switch {
+	case explicit && owner == "":
+		return nil, fmt.Errorf("%w: empty owner in context", ErrConfig)
+	case explicit && owner == node.Readers && !m.reader:
+		return nil, fmt.Errorf("%w: the owner %q is kept for the read holds of an RWMutex", ErrConfig, owner)
+	case m.reader:
+		owner = node.Readers // every read hold is the readers'
+	case !explicit:
+		owner = reentrant.NewID()
+	}
+	k := &call{m: m, owner: owner, wait: wait, id: reentrant.NewID()}
+	if wait && !explicit && m.adoptable() {
+		// Only an owner id of this call's own: two calls that share one
+		// (WithOwner) both write its place on the nodes, so a notice
+		// naming one call's attempt says nothing of what the other sent
+		// (its claim, and the undo of that claim, could free the lock).
+		k.handoff = newHandoff(len(m.client.nodes), m.settings.quorumOf(len(m.client.nodes)))
+	}
+	if m.reader {
+		k.nested = readHeld(ctx, m) != nil
+	}
+	return k, nil
+}
+
+// won ends call k with lease, granted. If ctx ended as it was granted, the
+// caller has stopped waiting and would never unlock it: it is given back
+// (as x/sync/semaphore does), and the release leaves the gate.
+func (m *Mutex) won(ctx context.Context, k *call, lease *lease, votes int, began time.Time, last error) (*lease, error) {
+	cancelled := ctx.Err() != nil
+	k.finish(ctx, lease)
+	if cancelled {
+		_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
+		return nil, gaveUp(ctx, last)
+	}
+	if err := m.client.track(lease); err != nil {
+		_ = lease.release(context.WithoutCancel(ctx), ErrClosed, true)
+		return nil, err
+	}
+	m.observeAcquired(lease, time.Since(began), votes)
+	return lease, nil
+}
+
+// ends returns, once k is finished, the error that ends a call whose
+// attempt failed with o (a TryLock, a configuration or key conflict, every
+// quorum quarantined past the deadline); nil when the call waits on.
+func (k *call) ends(ctx context.Context, o outcome) error {
+	var stop *stopError
+	if !k.wait || errors.Is(o.err, ErrConfig) || errors.As(o.err, &stop) {
+		k.finish(ctx, nil)
+		return o.err
+	}
+	if err := quarantinedPast(ctx, o); err != nil {
+		k.finish(ctx, nil)
+		return err
+	}
+	return nil
+}
+
+// subscribeFirst subscribes k, if its watcher is not confirmed yet, and
+// reports whether to try again at once: a release between the failed
+// attempt and the subscription must not be missed. Not when the watcher
+// was confirmed before the attempt failed: a new attempt then only changes
+// the hold the queue hands the lock to, and the far nodes' notices naming
+// the old one are lost. Quarantined nodes grant nothing before they vote
+// again.
+func (k *call) subscribeFirst(ctx context.Context, o outcome) bool {
+	if k.watcher != nil && !k.unconfirmed {
+		return false
+	}
+	early := k.watcher != nil
+	confirmed := k.confirmWatch(ctx)
+	return !(early && confirmed) && o.votesAgain.IsZero()
+}
+
+// sleep waits delay for the next attempt, or less: a release notice, a
+// lock handed over by a quorum. It finishes k and returns why when ctx
+// ends (last: what the last attempt saw) or the Client closes.
+func (k *call) sleep(ctx context.Context, delay time.Duration, last error) error {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	var handed <-chan struct{}
+	if k.handoff != nil {
+		handed = k.handoff.ready
+	}
+	select {
+	case <-k.watcher.Wake():
+		if k.handoff != nil {
+			k.handoff.await(ctx)
+		}
+	case <-handed:
+	case <-timer.C:
+	case <-ctx.Done():
+		k.finish(ctx, nil)
+		return gaveUp(ctx, last)
+	case <-k.m.client.done:
+		k.finish(ctx, nil)
+		return ErrClosed
+	}
+	return nil
 }
 
 // enter starts the call, as the mutex's mode does.
