@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/faultproxy"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/redis/go-redis/v9"
 )
@@ -36,19 +35,7 @@ func TestFencing_delayedVoteAfterThePreviousLeaseEnded_tokenStillIncreases(t *te
 
 	// B reaches every node through a proxy; its links to N, Z, W hold
 	// what it sends until healed.
-	proxies := make([]*faultproxy.Proxy, 5)
-	bNodes := make([]redis.UniversalClient, 5)
-	for i, addr := range cluster.Addrs() {
-		proxy, err := faultproxy.New(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = proxy.Close() })
-		proxies[i] = proxy
-		bNodes[i] = redis.NewClient(&redis.Options{Addr: proxy.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1,
-			DialTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, WriteTimeout: 5 * time.Second})
-		t.Cleanup(func() { _ = bNodes[i].Close() })
-	}
+	proxies, bNodes := proxiedClients(t, cluster)
 	for _, i := range []int{0, 3, 4} {
 		proxies[i].Cut()
 	}
