@@ -2,25 +2,13 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"sync"
-	"time"
 
-	"github.com/quorumlock/redlock/node"
-	"github.com/quorumlock/redlock/reentrant"
+	"github.com/quorumlock/redlock/internal/engine"
 )
-
-// ErrNoLeader reports that an election has no leader now (Election.Leader).
-var ErrNoLeader = errors.New("redlock: no leader")
 
 // Leader is an election's leader: the value it campaigned with and its
 // term. The zero Leader (Term 0) stands for "no leader" in Observe.
-type Leader struct {
-	Value string
-	Term  uint64
-}
+type Leader = engine.Leader
 
 // Election elects one leader at a time among its candidates, over the
 // Client's nodes. Leadership is a lock (the one called name, with fencing
@@ -33,11 +21,7 @@ type Leader struct {
 // expires a TTL after its leader stopped leading. Client.Inspect and
 // Client.ForceUnlock work on the election's name as on a lock's.
 type Election struct {
-	client *Client
-	name   string
-	mutex  *Mutex
-	record string // the published leader, on every node
-	err    error  // invalid configuration, reported by every method
+	e *engine.Election
 }
 
 // Election returns the election called name. It is cheap and safe for
@@ -45,17 +29,13 @@ type Election struct {
 // always on: terms are tokens). Invalid input is reported by Campaign
 // and Leader as ErrConfig, and closes Observe's channel at once.
 func (c *Client) Election(name string, opts ...Option) *Election {
-	e := &Election{client: c, name: name, mutex: c.Mutex(name, append(slices.Clip(opts), WithFencing())...)}
-	e.err = e.mutex.err
-	if name == "" {
-		e.err = fmt.Errorf("%w: empty election name", ErrConfig)
-	}
-	e.record = e.mutex.keys.lock + ":leader"
-	return e
+	return &Election{e: c.e.Election(name, opts...)}
 }
 
 // Name is the election's name.
-func (e *Election) Name() string { return e.name }
+func (e *Election) Name() string {
+	return e.e.Name()
+}
 
 // Campaign waits until this candidate is the leader, or ctx is done, and
 // returns its leadership as a Lease: Token is the term, Context ends when
@@ -66,95 +46,7 @@ func (e *Election) Name() string { return e.name }
 // error matches ErrNotAcquired and ctx's error, and nothing is left held.
 // Every Campaign is a candidate of its own, even with a lease's Context.
 func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
-	if e.err != nil {
-		return nil, e.err
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrConfig)
-	}
-	c := e.client
-	if !c.begin() {
-		return nil, ErrClosed
-	}
-	defer c.end()
-	lease, err := e.mutex.acquire(reentrant.WithOwner(ctx, reentrant.NewID()), true)
-	if err != nil {
-		return nil, err
-	}
-	record := node.Record{Term: lease.token, Owner: node.Fingerprint(lease.owner), Value: value}
-	err = e.publish(ctx, lease, record)
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err() // published as the caller stopped waiting: it would never resign
-	}
-	if err != nil {
-		_ = lease.Unlock(context.WithoutCancel(ctx))
-		if ctx.Err() != nil {
-			return nil, gaveUp(ctx, err)
-		}
-		return nil, err
-	}
-	c.background.Go(func() { e.keepPublished(lease, record) })
-	return &Lease{held: lease}, nil
-}
-
-// keepPublished publishes the record again every third of the TTL until
-// the leadership ends (or the Client closes): that keeps it from expiring,
-// and a node that lost it (restarted empty) has it back, as the lease's
-// renewals put the lock back there: Leader goes on naming the leader.
-func (e *Election) keepPublished(lease *lease, record node.Record) {
-	c := e.client
-	ticker := time.NewTicker(e.mutex.settings.ttl / 3)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ticker.C:
-		case <-lease.ctx.Done():
-			return
-		case <-c.done:
-			return
-		}
-		errs := make([]error, len(c.nodes))
-		e.mutex.eachNode(lease.ctx, errs, func(ctx context.Context, _ int, n *node.Node) error {
-			_, err := n.Publish(ctx, e.record, record, e.mutex.settings.ttl)
-			return err
-		})
-	}
-}
-
-// publish writes the leader record on every node; a quorum must hold it
-// for this term, and the lease must still be valid.
-func (e *Election) publish(ctx context.Context, lease *lease, record node.Record) error {
-	c := e.client
-	stored := make([]uint64, len(c.nodes))
-	errs := make([]error, len(c.nodes))
-	e.mutex.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
-		stored[i], err = n.Publish(ctx, e.record, record, e.mutex.settings.ttl)
-		return err
-	})
-	published, later := 0, uint64(0)
-	var nodeErrs []error
-	for i, err := range errs {
-		switch {
-		case err != nil:
-			nodeErrs = append(nodeErrs, c.nodeError(&e.mutex.settings, i, err))
-		case stored[i] == record.Term:
-			published++
-		default:
-			later = max(later, stored[i])
-		}
-	}
-	need := e.mutex.settings.quorumOf(len(c.nodes))
-	switch {
-	case later > 0:
-		return fmt.Errorf("%w: term %d was published, after this one (%d): this leadership is over", ErrNotAcquired, later, record.Term)
-	case published < need:
-		return verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: the leader was published on %d of %d nodes, %d needed",
-			ErrNoQuorum, published, len(c.nodes), need))
-	}
-	if err := lease.Err(); err != nil {
-		return fmt.Errorf("%w: leadership ended while it was published: %w", ErrNotAcquired, err)
-	}
-	return nil
+	return leaseOf(e.e.Campaign(ctx, value))
 }
 
 // Leader reads the current leader: the holder of the election's lock on a
@@ -163,53 +55,7 @@ func (e *Election) publish(ctx context.Context, lease *lease, record node.Record
 // its Campaign (its value is not published yet); ErrNoQuorum when fewer
 // than a quorum of nodes answered. It changes nothing on the nodes.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	if e.err != nil {
-		return Leader{}, e.err
-	}
-	if ctx == nil {
-		return Leader{}, fmt.Errorf("%w: nil context", ErrConfig)
-	}
-	c := e.client
-	if !c.begin() {
-		return Leader{}, ErrClosed
-	}
-	defer c.end()
-	// The lock and the records are read at once: two rounds, one wait.
-	var info LockInfo
-	var err error
-	records := make([]node.Record, len(c.nodes))
-	errs := make([]error, len(c.nodes))
-	var reads sync.WaitGroup
-	reads.Go(func() { info, err = e.mutex.inspect(ctx) })
-	e.mutex.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
-		records[i], err = n.Published(ctx, e.record)
-		return err
-	})
-	reads.Wait()
-	switch {
-	case err != nil:
-		return Leader{}, err
-	case !info.Held:
-		return Leader{}, fmt.Errorf("%w: election %q: no candidate holds it on a quorum", ErrNoLeader, e.name)
-	}
-	var latest node.Record
-	var nodeErrs []error
-	for i, err := range errs {
-		if err != nil {
-			nodeErrs = append(nodeErrs, c.nodeError(&e.mutex.settings, i, err))
-		} else if records[i].Term > latest.Term {
-			latest = records[i]
-		}
-	}
-	need := e.mutex.settings.quorumOf(len(c.nodes))
-	if answered := len(c.nodes) - len(nodeErrs); answered < need {
-		return Leader{}, verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
-			ErrNoQuorum, answered, len(c.nodes), need))
-	}
-	if latest.Owner != info.Owner {
-		return Leader{}, fmt.Errorf("%w: election %q: its holder has not published its value yet", ErrNoLeader, e.name)
-	}
-	return Leader{Value: latest.Value, Term: latest.Term}, nil
+	return e.e.Leader(ctx)
 }
 
 // Observe streams the leader: the current one first, then each change
@@ -221,48 +67,5 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 // Client closes (at once for an invalid election or a nil ctx). A value
 // not received is replaced by the next: a slow reader sees the latest.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
-	ch := make(chan Leader)
-	c := e.client
-	if e.err != nil || ctx == nil || !c.begin() {
-		close(ch)
-		return ch
-	}
-	every := min(max(e.mutex.settings.ttl/10, 10*time.Millisecond), time.Second)
-	go func() {
-		defer c.end()
-		defer close(ch)
-		ticker := time.NewTicker(every)
-		defer ticker.Stop()
-		var sent Leader
-		first := true
-		for {
-			now, err := e.Leader(ctx)
-			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
-				return
-			}
-			if err != nil {
-				now = Leader{}
-			}
-			if first || now != sent {
-				select {
-				case ch <- now:
-					sent, first = now, false
-				case <-ticker.C:
-					continue // not taken: read again, send the latest
-				case <-ctx.Done():
-					return
-				case <-c.done:
-					return
-				}
-			}
-			select {
-			case <-ticker.C:
-			case <-ctx.Done():
-				return
-			case <-c.done:
-				return
-			}
-		}
-	}()
-	return ch
+	return e.e.Observe(ctx)
 }

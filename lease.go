@@ -2,15 +2,9 @@ package redlock
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"slices"
-	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock/node"
-	"github.com/quorumlock/redlock/quorum"
-	"github.com/quorumlock/redlock/reentrant"
+	"github.com/quorumlock/redlock/internal/engine"
 )
 
 // Lease is one hold of a lock: of one Mutex (Mutex.Lock, TryLock) or of
@@ -18,19 +12,7 @@ import (
 // exactly once; a reentrant Lock returns a Lease of its own, unlocked on its
 // own.
 type Lease struct {
-	held held // *lease (one Mutex) or *multiLease
-}
-
-// held is what a Lease holds: the two kinds share the Lease's methods and
-// nothing else.
-type held interface {
-	Context() context.Context
-	Err() error
-	Until() time.Time
-	Token() uint64
-	Owner() string
-	Unlock(ctx context.Context) error
-	Extend(ctx context.Context) error
+	e *engine.Lease
 }
 
 // Context is done when the lease is lost (cause ErrLost: the validity
@@ -43,15 +25,21 @@ type held interface {
 // Mutual exclusion holds only while this Context is not done: code under
 // the lock must stop acting on the protected resource when it is, and
 // should pass Token to the resource where it can (see WithFencing).
-func (l *Lease) Context() context.Context { return l.held.Context() }
+func (l *Lease) Context() context.Context {
+	return l.e.Context()
+}
 
 // Done is closed when the lease is lost or released: Context().Done().
-func (l *Lease) Done() <-chan struct{} { return l.held.Context().Done() }
+func (l *Lease) Done() <-chan struct{} {
+	return l.e.Done()
+}
 
 // Err is nil while the lease is held, ErrLost once it was lost, ErrReleased
 // after Unlock, ErrClosed after the Client's Close. A Multi lease's is the
 // first part's that is not nil.
-func (l *Lease) Err() error { return l.held.Err() }
+func (l *Lease) Err() error {
+	return l.e.Err()
+}
 
 // Until is the end of the validity window known now: no node that granted
 // or renewed this lease expires it earlier (given node clocks that run
@@ -60,7 +48,9 @@ func (l *Lease) Err() error { return l.held.Err() }
 // is lost; Context is cancelled then, by a timer on this process's
 // monotonic clock (timer latency aside). A Multi lease's is the earliest
 // of its parts'.
-func (l *Lease) Until() time.Time { return l.held.Until() }
+func (l *Lease) Until() time.Time {
+	return l.e.Until()
+}
 
 // Token is the fencing token of this grant (with WithFencing; 0 without).
 // It is greater than the token of any lease of another owner that ended
@@ -70,10 +60,14 @@ func (l *Lease) Until() time.Time { return l.held.Until() }
 // are not ordered. A Multi lease's is its first part's (in lock order).
 // Give it to the resource the lock protects, and have the resource refuse
 // a token lower than one it saw.
-func (l *Lease) Token() uint64 { return l.held.Token() }
+func (l *Lease) Token() uint64 {
+	return l.e.Token()
+}
 
 // Owner is the owner id this lease holds the lock for.
-func (l *Lease) Owner() string { return l.held.Owner() }
+func (l *Lease) Owner() string {
+	return l.e.Owner()
+}
 
 // Unlock releases this hold. The last hold of the owner deletes the lock
 // and wakes waiters. Renewal of this lease stops before Unlock sends
@@ -83,13 +77,7 @@ func (l *Lease) Owner() string { return l.held.Owner() }
 // when too few nodes answered (the holds left expire at their TTL). A
 // Multi lease unlocks every part, in reverse lock order.
 func (l *Lease) Unlock(ctx context.Context) error {
-	if l == nil || l.held == nil {
-		return fmt.Errorf("%w: Unlock of a nil Lease", ErrConfig)
-	}
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrConfig)
-	}
-	return l.held.Unlock(ctx)
+	return l.inner().Unlock(ctx)
 }
 
 // Extend renews the lease to a full TTL on a quorum of nodes, for leases
@@ -100,295 +88,22 @@ func (l *Lease) Unlock(ctx context.Context) error {
 // nodes, ErrNoQuorum when too few nodes answered. A Multi lease extends
 // every part.
 func (l *Lease) Extend(ctx context.Context) error {
-	if l == nil || l.held == nil {
-		return fmt.Errorf("%w: Extend of a nil Lease", ErrConfig)
-	}
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrConfig)
-	}
-	return l.held.Extend(ctx)
+	return l.inner().Extend(ctx)
 }
 
-// lease is the hold of one Mutex, behind a Lease.
-type lease struct {
-	mutex    *Mutex
-	owner    string
-	hold     string
-	token    uint64
-	acquired time.Time
-
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-
-	// ops serializes the network operations on this lease (Extend,
-	// renewal, Unlock), so that no renewal can land after the release.
-	ops sync.Mutex
-
-	gateOnce sync.Once // the lease leaves its Client's gate once, at release or loss
-
-	// order is the winning round's: the release waits until every acquire
-	// call of that round has its place in its node's queue, so that it runs
-	// after them (see Mutex.attempt).
-	order *node.Order
-
-	// releasing (may be nil) is called once the release starts, before
-	// anything of it is sent (see handoff.freeze).
-	releasing func()
-
-	mu       sync.Mutex
-	until    time.Time
-	err      error       // nil while held; ErrLost, ErrReleased or ErrClosed after
-	released bool        // Unlock or Close started: late grants must be undone
-	expiry   *time.Timer // fires at until: the lease is lost unless renewed
-	// unsure[i]: a call of this lease to node i (acquire or renewal) failed
-	// without an answer, so it may still run there after the release: the
-	// release leaves a tombstone there. (A call still in flight needs none:
-	// the release is queued behind it, and lateAcquire sees it fail.)
-	unsure []bool
-	// unreached[i]: no call of this lease was ever sent to node i (see
-	// node.ErrNotSent), so nothing of it can be there to release.
-	unreached []bool
+// inner is the engine's lease; nil for a nil Lease, which the engine
+// refuses with ErrConfig.
+func (l *Lease) inner() *engine.Lease {
+	if l == nil {
+		return nil
+	}
+	return l.e
 }
 
-func newLease(parent context.Context, m *Mutex, owner, hold string, start, until time.Time) *lease {
-	l := &lease{
-		mutex:     m,
-		owner:     owner,
-		hold:      hold,
-		acquired:  start,
-		until:     until,
-		unsure:    make([]bool, len(m.client.nodes)),
-		unreached: make([]bool, len(m.client.nodes)),
+// leaseOf wraps what the engine granted; no Lease comes with an error.
+func leaseOf(l *engine.Lease, err error) (*Lease, error) {
+	if l == nil {
+		return nil, err
 	}
-	values := context.WithoutCancel(parent)
-	if m.reader {
-		// A read hold: its Context says so (RLock with it re-enters, Lock
-		// with it is refused), and keeps the caller's owner, if any.
-		values = withReadHold(values, l)
-	} else {
-		values = reentrant.WithOwner(values, owner)
-	}
-	l.ctx, l.cancel = context.WithCancelCause(values)
-	// Under mu: the timer may fire before AfterFunc returns.
-	l.mu.Lock()
-	l.expiry = time.AfterFunc(time.Until(until), l.expire)
-	l.mu.Unlock()
-	if m.settings.watchdog {
-		m.client.watchdog.add(l)
-	}
-	return l
-}
-
-func (l *lease) Context() context.Context { return l.ctx }
-
-func (l *lease) Err() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.err
-}
-
-func (l *lease) Until() time.Time {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.until
-}
-
-func (l *lease) Token() uint64 { return l.token }
-
-func (l *lease) Owner() string { return l.owner }
-
-func (l *lease) Unlock(ctx context.Context) error {
-	if !l.mutex.client.begin() {
-		return ErrClosed // Close released it already
-	}
-	defer l.mutex.client.end()
-	return l.release(ctx, ErrReleased, false)
-}
-
-// release ends the lease with cause and removes the hold from every node.
-// It returns once a quorum answered, or with complete, once every node
-// answered (or timed out).
-func (l *lease) release(ctx context.Context, cause error, complete bool) error {
-	l.ops.Lock()
-	defer l.ops.Unlock()
-	l.mu.Lock()
-	if l.released {
-		err := l.err
-		l.mu.Unlock()
-		if errors.Is(err, ErrClosed) {
-			return ErrClosed
-		}
-		return ErrReleased
-	}
-	l.released = true
-	l.expiry.Stop()
-	if l.err == nil {
-		l.err = cause
-	}
-	l.mu.Unlock()
-	if l.releasing != nil {
-		l.releasing()
-	}
-	l.mutex.client.watchdog.remove(l)
-	defer l.mutex.client.untrack(l)
-	defer l.cancel(cause)
-	defer l.leaveGate() // after the release: the next local owner finds the lock free
-
-	m, c := l.mutex, l.mutex.client
-	need := m.settings.quorumOf(len(c.nodes))
-	started := time.Now()
-	if l.order != nil {
-		l.order.Wait() // microseconds: the calls are queued, not answered
-	}
-	var headMu sync.Mutex
-	head := "" // fair: the new head some node named
-	l.mu.Lock()
-	unsure, unreached := slices.Clone(l.unsure), slices.Clone(l.unreached)
-	l.mu.Unlock()
-	round := quorum.Start(context.WithoutCancel(ctx), m.settings.roundTimeout(), len(c.nodes), need, &c.background,
-		func(ctx context.Context, i int) quorum.Reply[node.Released] {
-			if unreached[i] {
-				// Nothing to release, and no answer to count.
-				return quorum.Reply[node.Released]{Vote: quorum.Failed, Err: fmt.Errorf("%w: nothing of this lease was sent there", node.ErrNotSent)}
-			}
-			released, named, err := m.releaseNamingHead(ctx, i, l.owner, l.hold, unsure[i])
-			if err != nil && !node.Answered(err) {
-				var leaving func() bool
-				if unsure[i] {
-					leaving = always
-				}
-				c.sweeper.add(m, i, l.owner, l.hold, leaving)
-			}
-			if err == nil && unsure[i] {
-				c.background.Go(func() { m.leaveAfterRelease(ctx, i, l.owner, l.hold) })
-			}
-			if named != "" {
-				headMu.Lock()
-				head = named
-				headMu.Unlock()
-			}
-			switch {
-			case err != nil:
-				return quorum.Reply[node.Released]{Vote: quorum.Failed, Err: err}
-			case released.Removed():
-				return quorum.Reply[node.Released]{Vote: quorum.Yes, Value: released}
-			}
-			return quorum.Reply[node.Released]{Vote: quorum.No, Value: released}
-		})
-	tally := round.Wait(ctx)
-	if complete {
-		tally = round.WaitAll(ctx)
-	}
-	err := l.releaseResult(tally, need)
-	headMu.Lock()
-	next := head
-	headMu.Unlock()
-	if err == nil && next != "" {
-		// The next in line may be a waiter of this Client: wake it now
-		// rather than after the nodes' notices come back.
-		c.hub.Wake(m.queue.Channel, l.hold+" "+next)
-	}
-	if hook := m.settings.observer.Released; hook != nil {
-		hook(ReleasedEvent{Name: m.name, Held: started.Sub(l.acquired), Err: err})
-	}
-	return err
-}
-
-func (l *lease) releaseResult(tally quorum.Tally[node.Released], need int) error {
-	return verdictOf(l.mutex, tally.Replies, need).err(func(v verdict) error {
-		return fmt.Errorf("%w: hold found on %d of %d nodes", ErrNotHeld, v.yes, v.n)
-	})
-}
-
-func (l *lease) leaveGate() {
-	l.gateOnce.Do(func() { l.mutex.client.gates.leave(l.mutex.keys.lock) })
-}
-
-// settle records which nodes failed the winning round's acquire without
-// an answer, and which were never sent it.
-func (l *lease) settle(granted quorum.Tally[node.Acquired]) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for i, reply := range granted.Replies {
-		if reply.Vote != quorum.Failed {
-			continue
-		}
-		l.unsure[i] = l.unsure[i] || node.Unknown(reply.Err)
-		l.unreached[i] = errors.Is(reply.Err, node.ErrNotSent)
-	}
-}
-
-// called records the outcome of a later call of this lease to node i (a
-// renewal): one whose fate is unknown may still run there after the
-// release; one that was sent reached the node.
-func (l *lease) called(i int, err error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.unsure[i] = l.unsure[i] || node.Unknown(err)
-	l.unreached[i] = l.unreached[i] && errors.Is(err, node.ErrNotSent)
-}
-
-// lateAcquire receives the answers of acquire calls that arrived after
-// Lock returned: one whose fate is unknown is released again once the
-// lease is gone.
-func (l *lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
-	if reply.Vote != quorum.Yes && !l.mutex.reader {
-		// Refused late: the node queued us (and may hand us the lock
-		// later, naming this hold); we hold the lock, so leave. Only a
-		// lock handed naming this hold is passed on: the call may have
-		// given this lease back (a failed fencing) and gone on waiting.
-		// (Readers never queue.)
-		l.mutex.queue.LeaveAfter(context.Background(), i, l.owner, l.hold)
-	}
-	l.mu.Lock()
-	// Granted or refused: Unlock's release goes to every node and is
-	// queued after this call (see order), so it runs after it. Unknown
-	// (timed out): the call may still run after a release sent on a fresh
-	// connection, so the release leaves a tombstone there.
-	unknown := reply.Vote == quorum.Failed && node.Unknown(reply.Err)
-	if unknown {
-		l.unsure[i] = true
-	}
-	released := l.released
-	l.mu.Unlock()
-	if released && unknown {
-		// The release already went out, maybe before this node had a
-		// tombstone to refuse the acquire with: release once more.
-		l.mutex.releaseNode(context.Background(), i, l.owner, l.hold, true, always)
-	}
-}
-
-// expire runs when the expiry timer fires: past Until without a renewal,
-// the lease is lost.
-func (l *lease) expire() {
-	l.mu.Lock()
-	if remaining := time.Until(l.until); remaining > 0 && l.err == nil && !l.released {
-		l.expiry.Reset(remaining) // renewed while the timer fired
-		l.mu.Unlock()
-		return
-	}
-	l.mu.Unlock()
-	l.lose(ErrLost)
-}
-
-// lose ends a lease that is still held with cause (which matches ErrLost):
-// its Context is cancelled, renewal stops, the loss is logged and observed.
-// The holds left on the nodes expire at their TTL, or go with Unlock.
-func (l *lease) lose(cause error) {
-	l.mu.Lock()
-	if l.err != nil || l.released {
-		l.mu.Unlock()
-		return
-	}
-	l.err = cause
-	l.expiry.Stop()
-	l.mu.Unlock()
-	l.cancel(cause)
-	l.mutex.client.watchdog.remove(l)
-	l.leaveGate()
-	s := &l.mutex.settings
-	s.logger.Warn("redlock: lease lost", "lock", l.mutex.name, "owner", l.owner, "err", cause)
-	if hook := s.observer.Lost; hook != nil {
-		hook(LostEvent{Name: l.mutex.name, Err: cause})
-	}
+	return &Lease{e: l}, err
 }

@@ -1,45 +1,27 @@
 package redlock
 
-import "time"
+import "github.com/quorumlock/redlock/internal/engine"
 
 // Observer holds optional hooks called on lock events, for metrics. Nil
 // hooks are skipped. Hooks run on the library's goroutines: they must be
 // quick and must not call back into the lease they are told about.
-type Observer struct {
-	Acquired  func(AcquiredEvent)
-	Released  func(ReleasedEvent)
-	Renewed   func(RenewedEvent)
-	Lost      func(LostEvent)
-	NodeError func(*NodeError)
-	// Quarantined: a node lost its data (or is new) and does not vote
-	// until the restart guard has passed (see WithRestartGuard), or its
-	// clock was found to run fast (see WithClockCheck).
-	Quarantined func(QuarantineEvent)
-}
+type Observer = engine.Observer
 
 // AcquiredEvent describes a grant.
-type AcquiredEvent struct {
-	Name  string
-	Owner string
-	Wait  time.Duration // from the Lock call to the grant
-	Votes int           // nodes that granted before Lock returned
-}
+type AcquiredEvent = engine.AcquiredEvent
 
 // ReleasedEvent describes an Unlock.
-type ReleasedEvent struct {
-	Name string
-	Held time.Duration
-	Err  error // nil, or why the release did not reach a quorum
-}
+type ReleasedEvent = engine.ReleasedEvent
 
 // RenewedEvent describes a renewal that reached a quorum.
-type RenewedEvent struct {
-	Name  string
-	Until time.Time
-}
+type RenewedEvent = engine.RenewedEvent
 
 // LostEvent describes a lease lost before it was released.
-type LostEvent struct {
-	Name string
-	Err  error
-}
+type LostEvent = engine.LostEvent
+
+// QuarantineEvent reports a node that does not vote: it lost its data (or
+// is new) less than the restart guard ago (see WithRestartGuard), or its
+// clock was found to run fast (see WithClockCheck). It is reported once per
+// data loss, or run of clock findings, and node, by the first call that
+// met the refusal.
+type QuarantineEvent = engine.QuarantineEvent

@@ -2,13 +2,11 @@ package redlock
 
 import (
 	"crypto/tls"
-	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-
-	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/internal/engine"
 )
 
 // Defaults. Given to New, options replace them for every Mutex of the
@@ -17,21 +15,21 @@ const (
 	// DefaultTTL is how long a lease lives on the nodes without renewal. Long
 	// enough that a renewal every TTL/3 survives a few slow rounds, short
 	// enough that a crashed holder blocks others for half a minute at most.
-	DefaultTTL = 30 * time.Second
+	DefaultTTL = engine.DefaultTTL
 	// DefaultDriftFactor is the fraction of the TTL set aside for node
 	// clocks running fast, as the Redlock paper suggests.
-	DefaultDriftFactor = 0.01
+	DefaultDriftFactor = engine.DefaultDriftFactor
 	// DefaultNodeTimeout bounds each call to one node. A slow or paused node
 	// costs a round at most this much, and it is small against DefaultTTL so
 	// that a round leaves most of the validity window.
-	DefaultNodeTimeout = 500 * time.Millisecond
+	DefaultNodeTimeout = engine.DefaultNodeTimeout
 	// DefaultKeyPrefix starts every key and channel the library uses.
-	DefaultKeyPrefix = "redlock:"
+	DefaultKeyPrefix = engine.DefaultKeyPrefix
 	// MaxRestartGuard bounds WithRestartGuard: the longest TTL.
-	MaxRestartGuard = MaxTTL
+	MaxRestartGuard = engine.MaxRestartGuard
 	// DefaultQueueTimeout is how long a fair-mode waiter keeps its place in
 	// the queue without a heartbeat.
-	DefaultQueueTimeout = 5 * time.Second
+	DefaultQueueTimeout = engine.DefaultQueueTimeout
 )
 
 // Bounds. Every option value outside them makes New return ErrConfig, or
@@ -44,106 +42,18 @@ const (
 	// time.Time arithmetic on Until, the Lua doubles that carry it (exact
 	// up to 2^53 ms, some 285,000 years) and Redis adding it to its
 	// millisecond clock.
-	MaxTTL = 365 * 24 * time.Hour
+	MaxTTL = engine.MaxTTL
 	// MaxTimeout is the longest node timeout (WithNodeTimeout) and queue
 	// timeout (WithQueueTimeout) accepted, MaxTTL for the same reasons: the
 	// queue timeout goes to the nodes in milliseconds and the fair-mode
 	// script adds it to the node's clock and doubles it.
-	MaxTimeout = MaxTTL
-	// maxDriftFactor bounds the drift factor: from one half up, the drift
-	// allowance would take half the TTL or more, leaving a validity window
-	// under half of it. Clocks that far apart are a fault, not drift.
-	maxDriftFactor = 0.5
+	MaxTimeout = engine.MaxTimeout
 )
 
 // Option configures a Client (given to New or Dial) or one Mutex (given to
 // Client.Mutex). An invalid option makes New return ErrConfig, or makes the
 // Mutex's Lock and TryLock return it.
-type Option func(*settings)
-
-// settings is the resolved configuration of one mutex. It is a value: each
-// Mutex gets its own copy, so no option state is shared between calls.
-type settings struct {
-	ttl          time.Duration
-	watchdog     bool
-	quorum       int // 0: a majority of the nodes
-	driftFactor  float64
-	nodeTimeout  time.Duration
-	stretch      func(time.Duration) time.Duration // the Client's: see roundTimeout
-	retry        func() backoff.BackOff
-	fair         bool
-	queueTimeout time.Duration
-	fencing      bool
-	keyPrefix    string
-	logger       *slog.Logger
-	observer     Observer
-	tls          *tls.Config // Dial's rediss:// nodes; nil: go-redis's default
-	// restartGuard: how long a node that lost its data does not vote;
-	// guardSet false: the default (see WithRestartGuard).
-	restartGuard time.Duration
-	guardSet     bool
-	// clockOff: WithClockCheck(false).
-	clockOff bool
-}
-
-func defaultSettings() settings {
-	return settings{
-		ttl:          DefaultTTL,
-		watchdog:     true,
-		driftFactor:  DefaultDriftFactor,
-		nodeTimeout:  DefaultNodeTimeout,
-		queueTimeout: DefaultQueueTimeout,
-		keyPrefix:    DefaultKeyPrefix,
-		logger:       slog.New(slog.DiscardHandler),
-	}
-}
-
-func (s settings) with(opts []Option) settings {
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&s)
-		}
-	}
-	return s
-}
-
-// quorumOf is the number of nodes that must agree, out of n.
-func (s settings) quorumOf(n int) int {
-	if s.quorum == 0 {
-		return n/2 + 1
-	}
-	return s.quorum
-}
-
-// validate checks the settings for n nodes.
-func (s settings) validate(n int) error {
-	// The ranges are written so that NaN fails them: every comparison with
-	// NaN is false.
-	switch {
-	case !(s.ttl > 0 && s.ttl <= MaxTTL):
-		return fmt.Errorf("%w: TTL must be in (0, %v], got %v", ErrConfig, MaxTTL, s.ttl)
-	case !(s.driftFactor >= 0 && s.driftFactor < maxDriftFactor):
-		return fmt.Errorf("%w: drift factor must be in [0, %v), got %v", ErrConfig, maxDriftFactor, s.driftFactor)
-	case validity(s.ttl, 0, s.driftFactor) <= 0:
-		return fmt.Errorf("%w: TTL %v leaves no validity window after the drift allowance %v",
-			ErrConfig, s.ttl, driftAllowance(s.ttl, s.driftFactor))
-	case !(s.nodeTimeout > 0 && s.nodeTimeout <= MaxTimeout):
-		return fmt.Errorf("%w: node timeout must be in (0, %v], got %v", ErrConfig, MaxTimeout, s.nodeTimeout)
-	case !(s.queueTimeout > 0 && s.queueTimeout <= MaxTimeout):
-		// Checked without WithFair too: a Mutex may turn it on.
-		return fmt.Errorf("%w: queue timeout must be in (0, %v], got %v", ErrConfig, MaxTimeout, s.queueTimeout)
-	case s.quorum < 0 || s.quorum > n:
-		return fmt.Errorf("%w: quorum %d out of range 1..%d", ErrConfig, s.quorum, n)
-	case s.quorum != 0 && s.quorum <= n/2:
-		return fmt.Errorf("%w: quorum %d of %d nodes is not a majority: two owners could hold the lock at once",
-			ErrConfig, s.quorum, n)
-	case s.logger == nil:
-		return fmt.Errorf("%w: nil logger", ErrConfig)
-	case !(s.restartGuard >= 0 && s.restartGuard <= MaxRestartGuard):
-		return fmt.Errorf("%w: restart guard must be in [0, %v], got %v", ErrConfig, MaxRestartGuard, s.restartGuard)
-	}
-	return nil
-}
+type Option = engine.Option
 
 // WithRestartGuard sets d, how long a node that may have forgotten a lease
 // does not vote: d after its start when it restarted without an
@@ -153,7 +63,7 @@ func (s settings) validate(n int) error {
 // when the Mutex is made; 0 turns the guard off. A node started less than
 // d ago votes at once only when declared new (`redlock init`).
 func WithRestartGuard(d time.Duration) Option {
-	return func(s *settings) { s.restartGuard, s.guardSet = d, true }
+	return engine.WithRestartGuard(d)
 }
 
 // WithClockCheck turns the check of the nodes' clock rates on or off
@@ -165,49 +75,46 @@ func WithRestartGuard(d time.Duration) Option {
 // until it has been found in bounds for a TTL after the last finding. It
 // rests on this process's monotonic clock running true, and is off on
 // Redis Cluster and Ring clients. See docs/safety.md, "The clock check".
-func WithClockCheck(on bool) Option { return func(s *settings) { s.clockOff = !on } }
-
-// clockCheck is the node-level form of the clock check of these settings.
-func (s settings) clockCheck() node.ClockCheck {
-	if s.clockOff {
-		return node.ClockCheck{}
-	}
-	return node.ClockCheck{MaxRate: 1 + s.driftFactor, Hold: s.ttl}
+func WithClockCheck(on bool) Option {
+	return engine.WithClockCheck(on)
 }
 
 // WithTTL sets how long a lease lives on the nodes without renewal
 // (default DefaultTTL). It must be in (0, MaxTTL] and longer than its drift
 // allowance (TTL*driftFactor + 2ms).
-func WithTTL(ttl time.Duration) Option { return func(s *settings) { s.ttl = ttl } }
+func WithTTL(ttl time.Duration) Option {
+	return engine.WithTTL(ttl)
+}
 
 // WithWatchdog turns automatic renewal every TTL/3 on or off (default on).
 // Off, a lease lives its TTL unless Lease.Extend renews it.
-func WithWatchdog(on bool) Option { return func(s *settings) { s.watchdog = on } }
+func WithWatchdog(on bool) Option {
+	return engine.WithWatchdog(on)
+}
 
 // WithQuorum sets how many nodes must agree (default N/2+1). k must be a
 // majority of the nodes (N/2 < k <= N); k = N makes every node necessary, as
 // Redisson's MultiLock does.
 func WithQuorum(k int) Option {
-	return func(s *settings) {
-		s.quorum = k
-		if k == 0 {
-			s.quorum = -1 // 0 means "default" inside settings; an explicit 0 is invalid
-		}
-	}
+	return engine.WithQuorum(k)
 }
 
 // WithDriftFactor sets the fraction of the TTL set aside for node clocks
 // running fast (default DefaultDriftFactor), in [0, 0.5): a lease's
 // validity window is the TTL less this share and 2ms, so never under half
 // the TTL but for those 2ms.
-func WithDriftFactor(factor float64) Option { return func(s *settings) { s.driftFactor = factor } }
+func WithDriftFactor(factor float64) Option {
+	return engine.WithDriftFactor(factor)
+}
 
 // WithNodeTimeout bounds each call to one node (default DefaultNodeTimeout,
 // in (0, MaxTimeout]). go-redis honours it for clients made with
 // ContextTimeoutEnabled (Dial does so); with other clients a round still
 // returns on time, but a stuck call runs on until the client's own
 // ReadTimeout.
-func WithNodeTimeout(d time.Duration) Option { return func(s *settings) { s.nodeTimeout = d } }
+func WithNodeTimeout(d time.Duration) Option {
+	return engine.WithNodeTimeout(d)
+}
 
 // WithRetry sets the backoff Lock waits between attempts when no release
 // notice comes (default: wait for the holder's remaining TTL, and back off
@@ -215,11 +122,13 @@ func WithNodeTimeout(d time.Duration) Option { return func(s *settings) { s.node
 // nodes report none). The function is called once per Lock, so each call
 // gets a fresh BackOff.
 func WithRetry(newBackOff func() backoff.BackOff) Option {
-	return func(s *settings) { s.retry = newBackOff }
+	return engine.WithRetry(newBackOff)
 }
 
 // WithFair makes the mutex fair: waiters get the lock in arrival order.
-func WithFair() Option { return func(s *settings) { s.fair = true } }
+func WithFair() Option {
+	return engine.WithFair()
+}
 
 // WithQueueTimeout sets how long a fair-mode waiter keeps its place without
 // a heartbeat (default DefaultQueueTimeout), in (0, MaxTimeout]; a plain
@@ -227,7 +136,9 @@ func WithFair() Option { return func(s *settings) { s.fair = true } }
 // once its place lapsed; a lock handed to a waiter is kept for it at most
 // this long (or the TTL, when shorter: the span of a lease it takes from
 // the handoff notices).
-func WithQueueTimeout(d time.Duration) Option { return func(s *settings) { s.queueTimeout = d } }
+func WithQueueTimeout(d time.Duration) Option {
+	return engine.WithQueueTimeout(d)
+}
 
 // WithFencing makes every grant carry a fencing token (Lease.Token): when
 // a lease of one owner ended (Until passed, or Unlock began) before a
@@ -238,24 +149,34 @@ func WithQueueTimeout(d time.Duration) Option { return func(s *settings) { s.que
 // clocks in microseconds, so that they keep increasing when nodes restart
 // empty after the TTL: compare them, do not count with them.
 // See docs/safety.md, "Fencing tokens" and "Why fencing tokens increase".
-func WithFencing() Option { return func(s *settings) { s.fencing = true } }
+func WithFencing() Option {
+	return engine.WithFencing()
+}
 
 // WithKeyPrefix sets the prefix of every key and channel (default
 // DefaultKeyPrefix). The lock name goes into a hash tag after it, so all
 // keys of one lock share a Redis Cluster slot.
-func WithKeyPrefix(prefix string) Option { return func(s *settings) { s.keyPrefix = prefix } }
+func WithKeyPrefix(prefix string) Option {
+	return engine.WithKeyPrefix(prefix)
+}
 
 // WithLogger sets where lost leases and node faults are logged (default:
 // nowhere). Like Observer hooks, its handler runs on the library's
 // goroutines, at times with a lease's renewal in progress: it must not
 // block on anything that waits for an Unlock.
-func WithLogger(logger *slog.Logger) Option { return func(s *settings) { s.logger = logger } }
+func WithLogger(logger *slog.Logger) Option {
+	return engine.WithLogger(logger)
+}
 
 // WithObserver sets hooks called on lock events, for metrics.
-func WithObserver(observer Observer) Option { return func(s *settings) { s.observer = observer } }
+func WithObserver(observer Observer) Option {
+	return engine.WithObserver(observer)
+}
 
 // WithTLS sets the TLS configuration Dial uses for rediss:// nodes (for a
 // private CA: RootCAs; for client certificates: Certificates). Each node
 // gets a clone whose ServerName, when empty, is the URL's host. It has no
 // effect on New, whose clients carry their own TLS settings.
-func WithTLS(config *tls.Config) Option { return func(s *settings) { s.tls = config } }
+func WithTLS(config *tls.Config) Option {
+	return engine.WithTLS(config)
+}

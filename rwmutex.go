@@ -2,12 +2,8 @@ package redlock
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"time"
 
-	"github.com/quorumlock/redlock/node"
-	"github.com/quorumlock/redlock/reentrant"
+	"github.com/quorumlock/redlock/internal/engine"
 )
 
 // RWMutex is a read-write lock over the Client's nodes: many readers at
@@ -21,167 +17,43 @@ import (
 // leases have no fencing token (Token is 0) and their Owner is node.Readers.
 // See docs/features.md, "Read-write lock: holds, waiting and reentrancy".
 type RWMutex struct {
-	name   string
-	writer *Mutex
-	reader *Mutex
+	e *engine.RWMutex
 }
-
-// readersChannel ends the name of the channel on which a writer's release
-// tells waiting readers that the lock is free.
-const readersChannel = ":readers"
-
-// readerRecheck bounds how long a waiting reader goes without looking:
-// a writer that gave up waiting, a handoff that lapsed or ForceUnlock tell
-// no reader.
-const readerRecheck = 500 * time.Millisecond
 
 // RWMutex returns the read-write lock called name. Options override the
 // Client's defaults; WithFair and WithFencing apply to the writer's side
 // only. Invalid input is reported by its methods as ErrConfig.
 func (c *Client) RWMutex(name string, opts ...Option) *RWMutex {
-	writer := c.newMutex(name, opts, func(m *Mutex) { m.keys.readers = m.keys.lock + readersChannel })
-	readOpts := append(slices.Clip(opts), func(s *settings) { s.fair, s.fencing = false, false })
-	reader := c.newMutex(name, readOpts, func(m *Mutex) { m.reader = true })
-	return &RWMutex{name: name, writer: writer, reader: reader}
+	return &RWMutex{e: c.e.RWMutex(name, opts...)}
 }
 
 // Name is the lock's name.
-func (rw *RWMutex) Name() string { return rw.name }
+func (rw *RWMutex) Name() string {
+	return rw.e.Name()
+}
 
 // RLock waits until it holds a read hold, or ctx is done (then the error
 // matches ErrNotAcquired and ctx's error, and nothing is left held).
 // Within a read hold (ctx from its lease) it re-enters at once; within the
 // write hold of ctx's owner it takes another hold of the write lock.
 func (rw *RWMutex) RLock(ctx context.Context) (*Lease, error) {
-	return rw.rlock(ctx, true)
+	return leaseOf(rw.e.RLock(ctx))
 }
 
 // TryRLock makes one attempt at a read hold: ErrNotAcquired while a writer
 // holds the lock or waits for it.
 func (rw *RWMutex) TryRLock(ctx context.Context) (*Lease, error) {
-	return rw.rlock(ctx, false)
+	return leaseOf(rw.e.TryRLock(ctx))
 }
 
 // Lock waits until it holds the write lock, or ctx is done; as
 // Mutex.Lock. With the Context of a read lease it fails at once.
 func (rw *RWMutex) Lock(ctx context.Context) (*Lease, error) {
-	if err := rw.notUpgrade(ctx); err != nil {
-		return nil, err
-	}
-	return rw.writer.Lock(ctx)
+	return leaseOf(rw.e.Lock(ctx))
 }
 
 // TryLock makes one attempt at the write lock; as Mutex.TryLock. With the
 // Context of a read lease it fails at once.
 func (rw *RWMutex) TryLock(ctx context.Context) (*Lease, error) {
-	if err := rw.notUpgrade(ctx); err != nil {
-		return nil, err
-	}
-	return rw.writer.TryLock(ctx)
+	return leaseOf(rw.e.TryLock(ctx))
 }
-
-func (rw *RWMutex) rlock(ctx context.Context, wait bool) (*Lease, error) {
-	if ctx != nil && rw.writer.err == nil {
-		if owner, ok := reentrant.Owner(ctx); ok && rw.writer.client.holds(rw.writer, owner) {
-			// A read inside the write hold: another hold of the write lock.
-			return leaseOf(rw.writer.acquire(ctx, wait))
-		}
-	}
-	return leaseOf(rw.reader.acquire(ctx, wait))
-}
-
-// notUpgrade refuses the write lock to a caller that holds a read hold.
-func (rw *RWMutex) notUpgrade(ctx context.Context) error {
-	if ctx == nil {
-		return nil // the Mutex reports it
-	}
-	if readHeld(ctx, rw.reader) != nil {
-		return fmt.Errorf("%w: ctx holds a read hold of %q, and a read hold is never upgraded (two readers doing so would wait for each other forever): unlock it, then Lock",
-			ErrNotAcquired, rw.name)
-	}
-	return nil
-}
-
-// holds reports whether owner has a live lease of m in this Client.
-func (c *Client) holds(m *Mutex, owner string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for l := range c.leases {
-		if l.owner == owner && !l.mutex.reader && l.mutex.keys.lock == m.keys.lock && l.Err() == nil {
-			return true
-		}
-	}
-	return false
-}
-
-// readHolds is the chain of read leases a Context carries, innermost first.
-type readHolds struct {
-	lease *lease
-	outer *readHolds
-}
-
-type readHoldsKey struct{}
-
-func withReadHold(ctx context.Context, l *lease) context.Context {
-	outer, _ := ctx.Value(readHoldsKey{}).(*readHolds)
-	return context.WithValue(ctx, readHoldsKey{}, &readHolds{lease: l, outer: outer})
-}
-
-// readHeld returns a live read lease of m's lock (the same Client's) that
-// ctx carries, or nil.
-func readHeld(ctx context.Context, m *Mutex) *lease {
-	holds, _ := ctx.Value(readHoldsKey{}).(*readHolds)
-	for ; holds != nil; holds = holds.outer {
-		l := holds.lease
-		if l.mutex.client == m.client && l.mutex.keys.lock == m.keys.lock && l.Err() == nil {
-			return l
-		}
-	}
-	return nil
-}
-
-// readMode is the read side of an RWMutex: no gate (readers of one Client
-// do not exclude each other), no place in the queue (a writer is handed
-// the lock, a reader is not), woken by the writer's release on the
-// readers' channel.
-type readMode struct {
-	m       *Mutex
-	channel string
-}
-
-// enter: a waiting reader watches the readers' channel before its first
-// attempt only when it is subscribed already (at no cost); otherwise after
-// its first refusal, as a Mutex's waiter does (call.watch), so that a
-// reader that gets the lock at once never waits for a subscription (a
-// paused node would hold that up for the node timeout).
-func (r readMode) enter(ctx context.Context, k *call) error {
-	if k.wait && r.m.client.hub.Active(r.channel) {
-		k.subscribe()
-	}
-	return nil
-}
-
-// watch starts waking k on every notice of the readers' channel.
-func (r readMode) watch(k *call) {
-	c := r.m.client
-	k.watcher = c.hub.Subscribe(r.channel, r.m.settings.quorumOf(len(c.nodes)), func(string) bool { return true }, nil)
-}
-
-func (r readMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
-	return r.m.client.nodes[i].AcquireRead(ctx, order, r.m.keys.node(), hold, r.m.settings.ttl, k.nested)
-}
-
-func (r readMode) undo(ctx context.Context, i int, k *call, hold string) error {
-	_, _, err := r.m.queue.Release(ctx, i, k.owner, hold, 0)
-	return err
-}
-
-func (readMode) pace(delay time.Duration, _ outcome) (time.Duration, bool) {
-	return min(delay, readerRecheck), false
-}
-
-func (readMode) dequeue(context.Context, []int, *call) {}
-
-func (readMode) finish(context.Context, *call, *lease) {}
-
-func (readMode) releasing(*call, string) {} // readers take no lease from notices

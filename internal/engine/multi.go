@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/reentrant"
+)
+
+// MultiMutex is several mutexes taken as one, all or nothing: for example
+// one lock in each of two datacenters' node sets (mutexes of different
+// Clients), or several resources of one Client. It is safe for concurrent
+// use.
+type MultiMutex struct {
+	parts []*Mutex // in lock order
+	err   error
+}
+
+// Multi returns the mutexes as one. Lock takes them in a fixed order (by
+// key, then by node addresses), the same in every process whatever the
+// argument order, so two Multis over the same locks cannot deadlock each
+// other. Invalid input (no mutex, a nil one, one listed twice) is reported
+// by Lock and TryLock as ErrConfig.
+func Multi(mutexes ...*Mutex) *MultiMutex {
+	mm := &MultiMutex{parts: slices.Clone(mutexes)}
+	if len(mutexes) == 0 {
+		mm.err = fmt.Errorf("%w: Multi of no mutexes", ErrConfig)
+		return mm
+	}
+	for i, m := range mutexes {
+		if m == nil {
+			mm.err = fmt.Errorf("%w: Multi: mutex %d is nil", ErrConfig, i)
+			return mm
+		}
+	}
+	slices.SortStableFunc(mm.parts, func(a, b *Mutex) int {
+		if n := strings.Compare(a.keys.lock, b.keys.lock); n != 0 {
+			return n
+		}
+		return strings.Compare(a.client.nodeAddrs(), b.client.nodeAddrs())
+	})
+	for i := 1; i < len(mm.parts); i++ {
+		a, b := mm.parts[i-1], mm.parts[i]
+		if a.client == b.client && a.keys.lock == b.keys.lock {
+			mm.err = fmt.Errorf("%w: Multi: lock %q listed twice", ErrConfig, a.name)
+			return mm
+		}
+	}
+	return mm
+}
+
+// Lock takes every mutex, waiting for each in turn, and returns one Lease
+// for all, valid until the earliest Until of its parts. On any failure it
+// releases what it took and returns the error. The lease is lost as soon as
+// any part is lost. A part that runs out while Lock waits for a later one
+// makes Lock release every part and start over, until it holds all of them
+// valid at once or ctx ends; with the watchdog off, give each part a TTL
+// longer than the waits for the parts after it. See docs/features.md,
+// "Multi: parts that run out".
+func (mm *MultiMutex) Lock(ctx context.Context) (*Lease, error) {
+	return mm.acquire(ctx, (*Mutex).Lock, true)
+}
+
+// TryLock makes one attempt at each mutex and gives everything back when
+// one fails, or when a part's validity ran out before the last part was
+// taken (the error matches ErrNotAcquired and names that part).
+func (mm *MultiMutex) TryLock(ctx context.Context) (*Lease, error) {
+	return mm.acquire(ctx, (*Mutex).TryLock, false)
+}
+
+func (mm *MultiMutex) acquire(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error), again bool) (*Lease, error) {
+	if mm.err != nil {
+		return nil, mm.err
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	owner, ok := reentrant.Owner(ctx)
+	if !ok {
+		// One owner for every part, so that a Lock with the Multi lease's
+		// Context re-enters each of them.
+		owner = reentrant.NewID()
+		ctx = reentrant.WithOwner(ctx, owner)
+	}
+	for {
+		parts, err := mm.takeAll(ctx, take)
+		if err == nil {
+			return &Lease{held: newMultiLease(ctx, owner, parts)}, nil
+		}
+		if !again || !errors.Is(err, errPartRanOut) {
+			return nil, err
+		}
+		if ctx.Err() != nil {
+			return nil, gaveUp(ctx, err)
+		}
+	}
+}
+
+// errPartRanOut marks a round of takeAll that failed because a part taken
+// earlier was no longer valid: Lock starts over after it.
+var errPartRanOut = errors.New("validity ran out")
+
+// takeAll takes every part in lock order. After each one it checks that
+// every part taken so far is still valid: waiting for the next part is
+// pointless once an earlier one ran out, and a lease returned must be
+// valid now. On failure it releases every part it took.
+func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) ([]*lease, error) {
+	parts := make([]*lease, 0, len(mm.parts))
+	releaseAll := func() {
+		for _, taken := range slices.Backward(parts) {
+			_ = taken.release(context.WithoutCancel(ctx), ErrReleased, true)
+		}
+	}
+	for _, m := range mm.parts {
+		taken, err := take(m, ctx)
+		if err != nil {
+			releaseAll()
+			return nil, fmt.Errorf("redlock: Multi: %s: %w", m.name, err)
+		}
+		parts = append(parts, taken.held.(*lease)) // a Mutex's Lease holds a *lease
+		if err := ranOut(parts, m.name); err != nil {
+			releaseAll()
+			return nil, err
+		}
+	}
+	return parts, nil
+}
+
+// ranOut reports the first of parts that is no longer valid now that the
+// part last was taken.
+func ranOut(parts []*lease, last string) error {
+	now := time.Now()
+	for _, part := range parts {
+		if until := part.Until(); !now.Before(until) {
+			return fmt.Errorf("redlock: Multi: %s: %w: %w %v before %s was taken",
+				part.mutex.name, ErrNotAcquired, errPartRanOut, now.Sub(until).Round(time.Millisecond), last)
+		}
+		if err := part.Err(); err != nil {
+			return fmt.Errorf("redlock: Multi: %s: %w: %w (%v) before %s was taken",
+				part.mutex.name, ErrNotAcquired, errPartRanOut, err, last)
+		}
+	}
+	return nil
+}
+
+// multiLease is the hold of every part of a MultiMutex, behind a Lease.
+type multiLease struct {
+	owner  string
+	parts  []*lease // in lock order
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	stops  []func() bool // end the watch on the parts' contexts
+
+	mu       sync.Mutex
+	released bool
+}
+
+// newMultiLease joins parts into one lease whose Context ends when any
+// part's does (with that part's cause).
+func newMultiLease(parent context.Context, owner string, parts []*lease) *multiLease {
+	ctx, cancel := context.WithCancelCause(reentrant.WithOwner(context.WithoutCancel(parent), owner))
+	l := &multiLease{owner: owner, parts: parts, ctx: ctx, cancel: cancel}
+	for _, part := range parts {
+		l.stops = append(l.stops, context.AfterFunc(part.ctx, func() { cancel(context.Cause(part.ctx)) }))
+	}
+	return l
+}
+
+func (l *multiLease) Context() context.Context { return l.ctx }
+
+func (l *multiLease) Token() uint64 { return l.parts[0].token }
+
+func (l *multiLease) Owner() string { return l.owner }
+
+func (l *multiLease) Err() error {
+	l.mu.Lock()
+	released := l.released
+	l.mu.Unlock()
+	if released {
+		return ErrReleased
+	}
+	for _, part := range l.parts {
+		if err := part.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (l *multiLease) Until() time.Time {
+	until := l.parts[0].Until()
+	for _, part := range l.parts[1:] {
+		if u := part.Until(); u.Before(until) {
+			until = u
+		}
+	}
+	return until
+}
+
+// Unlock unlocks every part, in reverse lock order.
+func (l *multiLease) Unlock(ctx context.Context) error {
+	l.mu.Lock()
+	if l.released {
+		l.mu.Unlock()
+		return ErrReleased
+	}
+	l.released = true
+	l.mu.Unlock()
+	for _, stop := range l.stops {
+		stop()
+	}
+	var errs []error
+	for _, part := range slices.Backward(l.parts) {
+		if err := part.Unlock(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("redlock: Multi: %s: %w", part.mutex.name, err))
+		}
+	}
+	l.cancel(ErrReleased)
+	return joinErrors(errs...)
+}
+
+func (l *multiLease) Extend(ctx context.Context) error {
+	if err := l.Err(); err != nil {
+		return err
+	}
+	var errs []error
+	for _, part := range l.parts {
+		if err := part.Extend(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("redlock: Multi: %s: %w", part.mutex.name, err))
+		}
+	}
+	return joinErrors(errs...)
+}

@@ -1,0 +1,369 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/quorumlock/redlock/fair"
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/pubsub"
+	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/reentrant"
+)
+
+// Mutex is one named lock over the Client's nodes. It holds no state of its
+// own between calls: it is cheap, and safe for concurrent use.
+type Mutex struct {
+	client   *Client
+	name     string
+	settings settings
+	keys     keys
+	mode     mode        // plain or fair
+	queue    *fair.Queue // the waiters on the nodes
+	err      error       // invalid configuration, reported by Lock and TryLock
+	// reader: the read side of an RWMutex. Its holds are read holds, kept
+	// on the nodes under the shared owner node.Readers (see readMode).
+	reader bool
+}
+
+// Name is the lock's name.
+func (m *Mutex) Name() string { return m.name }
+
+// Lock waits until the lock is acquired or ctx is done. The owner is the
+// one ctx carries (WithOwner, or a Lease's Context): if that owner already
+// holds the lock, Lock re-enters it at once and returns a new Lease for
+// the extra hold. Without one, each Lock is a new owner.
+//
+// When ctx ends first, the error matches both ErrNotAcquired and ctx's
+// error. Before Lock returns, every node that may have granted was sent a
+// release, each awaited up to the node timeout; a release that a node did
+// not answer is retried in the background, and until it lands (or the
+// hold's TTL ends) the hold stays on that node.
+func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
+	return leaseOf(m.acquire(ctx, true))
+}
+
+// TryLock makes one attempt. When another owner holds the lock the error
+// matches ErrNotAcquired; when too few nodes answered it matches
+// ErrNoQuorum and carries each failing node's *NodeError.
+func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
+	return leaseOf(m.acquire(ctx, false))
+}
+
+// leaseOf puts a Mutex's hold behind a Lease.
+func leaseOf(l *lease, err error) (*Lease, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{held: l}, nil
+}
+
+// gaveUp is the error of a Lock whose ctx ended: it matches ErrNotAcquired,
+// the ctx's error, and the last attempt's error when there was one.
+func gaveUp(ctx context.Context, last error) error {
+	reason := ctx.Err()
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, reason) {
+		reason = fmt.Errorf("%w (%w)", reason, cause)
+	}
+	if last == nil {
+		return fmt.Errorf("%w: %w", ErrNotAcquired, reason)
+	}
+	return fmt.Errorf("%w: %w (last attempt: %w)", ErrNotAcquired, reason, last)
+}
+
+// call is the state of one Lock or TryLock call.
+type call struct {
+	m       *Mutex
+	owner   string
+	wait    bool
+	gated   bool            // holds an entry of the Client's gate
+	ticket  int64           // this waiter's place in the queue
+	watcher *pubsub.Watcher // release notices, once waiting
+	// unconfirmed: watcher's subscription went out with the first attempt,
+	// not before it; a failed attempt waits for it, then tries again.
+	unconfirmed bool
+	granted     quorum.Tally[node.Acquired] // the winning round, for fair clean-up
+	undos       []<-chan struct{}           // undos of failed attempts still running
+	nested      bool                        // a read hold inside a read hold of ctx
+	handoff     *handoff                    // the locks handed to this waiter (nil: none taken from notices)
+	id          string                      // this call's: its attempts' holds are "<id>.<n>"
+	holds       int                         // attempts made
+	// ended: finish has begun. A release of one of its attempts that
+	// lands later (the undo where the acquire timed out, retried) is
+	// followed by a leave (Mutex.releaseNode).
+	ended atomic.Bool
+}
+
+// nextHold is the hold id of k's next attempt: "<call id>.<n>", n counting
+// from 1, so that a node can tell a later attempt of the call from an
+// earlier one, and from another call's (see handed_rule in guard.lua).
+func (k *call) nextHold() string {
+	k.holds++
+	return k.id + "." + strconv.Itoa(k.holds)
+}
+
+// undoing records the undo of a failed attempt, running in the
+// background until done is closed; those already finished are dropped.
+func (k *call) undoing(done <-chan struct{}) {
+	k.undos = slices.DeleteFunc(k.undos, func(undo <-chan struct{}) bool {
+		select {
+		case <-undo:
+			return true
+		default:
+			return false
+		}
+	})
+	k.undos = append(k.undos, done)
+}
+
+func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
+	if m.err != nil {
+		return nil, m.err
+	}
+	if ctx == nil {
+		return nil, fmt.Errorf("%w: nil context", ErrConfig)
+	}
+	c := m.client
+	if !c.begin() {
+		return nil, ErrClosed
+	}
+	defer c.end()
+	began := time.Now()
+	k, err := m.newCall(ctx, wait)
+	if err != nil {
+		return nil, err
+	}
+	if err := k.enter(ctx); err != nil {
+		return nil, err
+	}
+	pacer := m.newPacer()
+	contended := false // the last attempt split the votes or lost the lead
+	var last error     // what the last attempt saw, for the error of a Lock that gives up
+	for {
+		if err := ctx.Err(); err != nil {
+			k.finish(ctx, nil)
+			return nil, gaveUp(ctx, last)
+		}
+		// A lock handed to this waiter by a quorum is taken at once;
+		// otherwise another round.
+		lease, outcome := m.adopt(ctx, k)
+		if lease == nil && outcome.err == nil {
+			lease, outcome = m.attempt(ctx, k, contended)
+		}
+		if lease != nil {
+			return m.won(ctx, k, lease, outcome.votes, began, last)
+		}
+		if ctx.Err() != nil {
+			// Given up during the round: say so, and what it saw.
+			k.finish(ctx, nil)
+			return nil, gaveUp(ctx, telling(outcome.err, last))
+		}
+		last = outcome.err
+		if err := k.ends(ctx, outcome); err != nil {
+			return nil, err
+		}
+		if k.subscribeFirst(ctx, outcome) {
+			continue
+		}
+		delay, ok := pacer.next(outcome)
+		if !ok {
+			k.finish(ctx, nil)
+			return nil, outcome.err
+		}
+		delay, contended = m.mode.pace(delay, outcome)
+		if err := k.sleep(ctx, m.quarantineWait(delay, outcome), outcome.err); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// newCall makes the state of one Lock or TryLock call: its owner (the
+// ctx's, the readers', or a new one) and how it may be handed the lock.
+func (m *Mutex) newCall(ctx context.Context, wait bool) (*call, error) {
+	owner, explicit := reentrant.Owner(ctx)
+	switch {
+	case explicit && owner == "":
+		return nil, fmt.Errorf("%w: empty owner in context", ErrConfig)
+	case explicit && owner == node.Readers && !m.reader:
+		return nil, fmt.Errorf("%w: the owner %q is kept for the read holds of an RWMutex", ErrConfig, owner)
+	case m.reader:
+		owner = node.Readers // every read hold is the readers'
+	case !explicit:
+		owner = reentrant.NewID()
+	}
+	k := &call{m: m, owner: owner, wait: wait, id: reentrant.NewID()}
+	if wait && !explicit && m.adoptable() {
+		// Only an owner id of this call's own: two calls that share one
+		// (WithOwner) both write its place on the nodes, so a notice
+		// naming one call's attempt says nothing of what the other sent
+		// (its claim, and the undo of that claim, could free the lock).
+		k.handoff = newHandoff(len(m.client.nodes), m.settings.quorumOf(len(m.client.nodes)))
+	}
+	if m.reader {
+		k.nested = readHeld(ctx, m) != nil
+	}
+	return k, nil
+}
+
+// won ends call k with lease, granted. If ctx ended as it was granted, the
+// caller has stopped waiting and would never unlock it: it is given back
+// (as x/sync/semaphore does), and the release leaves the gate.
+func (m *Mutex) won(ctx context.Context, k *call, lease *lease, votes int, began time.Time, last error) (*lease, error) {
+	cancelled := ctx.Err() != nil
+	k.finish(ctx, lease)
+	if cancelled {
+		_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
+		return nil, gaveUp(ctx, last)
+	}
+	if err := m.client.track(lease); err != nil {
+		_ = lease.release(context.WithoutCancel(ctx), ErrClosed, true)
+		return nil, err
+	}
+	m.observeAcquired(lease, time.Since(began), votes)
+	return lease, nil
+}
+
+// ends returns, once k is finished, the error that ends a call whose
+// attempt failed with o (a TryLock, a configuration or key conflict, every
+// quorum quarantined past the deadline); nil when the call waits on.
+func (k *call) ends(ctx context.Context, o outcome) error {
+	var stop *stopError
+	if !k.wait || errors.Is(o.err, ErrConfig) || errors.As(o.err, &stop) {
+		k.finish(ctx, nil)
+		return o.err
+	}
+	if err := quarantinedPast(ctx, o); err != nil {
+		k.finish(ctx, nil)
+		return err
+	}
+	return nil
+}
+
+// subscribeFirst subscribes k, if its watcher is not confirmed yet, and
+// reports whether to try again at once: a release between the failed
+// attempt and the subscription must not be missed. Not when the watcher
+// was confirmed before the attempt failed: a new attempt then only changes
+// the hold the queue hands the lock to, and the far nodes' notices naming
+// the old one are lost. Quarantined nodes grant nothing before they vote
+// again.
+func (k *call) subscribeFirst(ctx context.Context, o outcome) bool {
+	if k.watcher != nil && !k.unconfirmed {
+		return false
+	}
+	early := k.watcher != nil
+	confirmed := k.confirmWatch(ctx)
+	return !(early && confirmed) && o.votesAgain.IsZero()
+}
+
+// sleep waits delay for the next attempt, or less: a release notice, a
+// lock handed over by a quorum. It finishes k and returns why when ctx
+// ends (last: what the last attempt saw) or the Client closes.
+func (k *call) sleep(ctx context.Context, delay time.Duration, last error) error {
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	var handed <-chan struct{}
+	if k.handoff != nil {
+		handed = k.handoff.ready
+	}
+	select {
+	case <-k.watcher.Wake():
+		if k.handoff != nil {
+			k.handoff.await(ctx)
+		}
+	case <-handed:
+	case <-timer.C:
+	case <-ctx.Done():
+		k.finish(ctx, nil)
+		return gaveUp(ctx, last)
+	case <-k.m.client.done:
+		k.finish(ctx, nil)
+		return ErrClosed
+	}
+	return nil
+}
+
+// enter starts the call, as the mutex's mode does.
+func (k *call) enter(ctx context.Context) error { return k.m.mode.enter(ctx, k) }
+
+// watch starts waking k on release notices, once its subscription is
+// confirmed by a quorum.
+func (k *call) watch(ctx context.Context) {
+	k.subscribe()
+	k.confirmWatch(ctx)
+}
+
+// subscribe starts waking k on release notices, and returns while the
+// subscription goes out: the first attempt need not wait for it.
+func (k *call) subscribe() {
+	m := k.m
+	k.unconfirmed = true
+	if r, ok := m.mode.(readMode); ok {
+		r.watch(k)
+		return
+	}
+	var heard func(int, string)
+	if k.handoff != nil {
+		heard = k.handoff.heard
+	}
+	k.watcher = m.client.hub.Subscribe(m.queue.Channel, m.settings.quorumOf(len(m.client.nodes)), fair.ForHead(k.owner), heard)
+}
+
+// confirmWatch subscribes k, if it is not, and waits until a quorum of the
+// nodes confirmed its subscription. It reports whether it was confirmed
+// already.
+func (k *call) confirmWatch(ctx context.Context) bool {
+	if k.watcher == nil {
+		k.subscribe()
+	}
+	already := true
+	if k.unconfirmed {
+		already = k.watcher.Confirmed(ctx)
+		k.unconfirmed = false
+	}
+	return already
+}
+
+// finish ends the call with lease (nil when it failed).
+func (k *call) finish(ctx context.Context, lease *lease) {
+	k.ended.Store(true)
+	if lease == nil {
+		// Giving up: nothing of this call may stay locked when it returns.
+		// A granted call leaves the undos to finish on their own (each
+		// bounded by the node timeout): they drop holds of its own owner.
+		for _, done := range k.undos {
+			<-done
+		}
+	}
+	if k.watcher != nil {
+		if k.watchOn(lease) {
+			k.watcher.Granted()
+		} else {
+			k.watcher.Leave(lease != nil)
+		}
+	}
+	k.m.mode.finish(ctx, k, lease)
+}
+
+// watchOn reports whether a call that ends with lease keeps watching for
+// notices until it has left the nodes' queues (waiters.leaveQueue, which
+// then calls unwatch): a call that may take leases from notices, granted,
+// learns from the notices still arriving which nodes handed it the lock.
+func (k *call) watchOn(lease *lease) bool { return lease != nil && k.handoff != nil }
+
+// unwatch ends the watching that watchOn kept on.
+func (k *call) unwatch() {
+	if k.watcher != nil && k.handoff != nil {
+		k.watcher.Leave(true)
+	}
+}
+
+func (m *Mutex) observeAcquired(lease *lease, wait time.Duration, votes int) {
+	if hook := m.settings.observer.Acquired; hook != nil {
+		hook(AcquiredEvent{Name: m.name, Owner: lease.owner, Wait: wait, Votes: votes})
+	}
+}

@@ -1,0 +1,45 @@
+package engine
+
+import "time"
+
+// Observer holds optional hooks called on lock events, for metrics. Nil
+// hooks are skipped. Hooks run on the library's goroutines: they must be
+// quick and must not call back into the lease they are told about.
+type Observer struct {
+	Acquired  func(AcquiredEvent)
+	Released  func(ReleasedEvent)
+	Renewed   func(RenewedEvent)
+	Lost      func(LostEvent)
+	NodeError func(*NodeError)
+	// Quarantined: a node lost its data (or is new) and does not vote
+	// until the restart guard has passed (see WithRestartGuard), or its
+	// clock was found to run fast (see WithClockCheck).
+	Quarantined func(QuarantineEvent)
+}
+
+// AcquiredEvent describes a grant.
+type AcquiredEvent struct {
+	Name  string
+	Owner string
+	Wait  time.Duration // from the Lock call to the grant
+	Votes int           // nodes that granted before Lock returned
+}
+
+// ReleasedEvent describes an Unlock.
+type ReleasedEvent struct {
+	Name string
+	Held time.Duration
+	Err  error // nil, or why the release did not reach a quorum
+}
+
+// RenewedEvent describes a renewal that reached a quorum.
+type RenewedEvent struct {
+	Name  string
+	Until time.Time
+}
+
+// LostEvent describes a lease lost before it was released.
+type LostEvent struct {
+	Name string
+	Err  error
+}
