@@ -22,11 +22,29 @@ func (l *lease) Extend(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
+	m, start := l.mutex, time.Now()
+	round := l.renewRound(ctx)
+	tally := round.Wait(ctx)
+	renewed := tally.Yes >= m.need() && l.renewed(start)
+	// Hold ops until every node answered: a renewal still on its way could
+	// otherwise land after an Unlock's release and re-create the lock.
+	waitAll, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.settings.roundTimeout())
+	defer cancel()
+	round.WaitAll(waitAll)
+	if renewed {
+		return nil
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	return l.extendFailed(ctx, tally)
+}
+
+// renewRound sends this lease's renewal to every node.
+func (l *lease) renewRound(ctx context.Context) *quorum.Round[node.Renewed] {
 	m, c := l.mutex, l.mutex.client
-	need := m.settings.quorumOf(len(c.nodes))
-	start := time.Now()
 	batch := []node.Renewal{{Keys: m.keys.node(), Owner: l.owner, Hold: l.hold, TTL: m.settings.ttl}}
-	round := quorum.Start(ctx, m.settings.roundTimeout(), len(c.nodes), need, &c.background,
+	return quorum.Start(ctx, m.settings.roundTimeout(), len(c.nodes), m.need(), &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Renewed] {
 			renewed, err := c.nodes[i].Renew(ctx, batch)
 			l.called(i, err) // the renewal may still run there, after a release
@@ -40,20 +58,12 @@ func (l *lease) Extend(ctx context.Context) error {
 			}
 			return quorum.Reply[node.Renewed]{Vote: quorum.No, Value: renewed[0]}
 		})
-	tally := round.Wait(ctx)
-	renewed := tally.Yes >= need && l.renewed(start)
-	// Hold ops until every node answered: a renewal still on its way could
-	// otherwise land after an Unlock's release and re-create the lock.
-	waitAll, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.settings.roundTimeout())
-	defer cancel()
-	round.WaitAll(waitAll)
-	if renewed {
-		return nil
-	}
-	if err := l.Err(); err != nil {
-		return err
-	}
-	v := verdictOf(m, tally.Replies, need)
+}
+
+// extendFailed is the error of an Extend whose round did not renew.
+func (l *lease) extendFailed(ctx context.Context, tally quorum.Tally[node.Renewed]) error {
+	need := l.mutex.need()
+	v := verdictOf(l.mutex, tally.Replies, need)
 	switch {
 	case v.yes >= need:
 		// A quorum renewed, but only after the validity window ended.

@@ -211,11 +211,47 @@ func (l *lease) Unlock(ctx context.Context) error {
 func (l *lease) release(ctx context.Context, cause error, complete bool) error {
 	l.ops.Lock()
 	defer l.ops.Unlock()
+	if err := l.markReleased(cause); err != nil {
+		return err
+	}
+	if l.releasing != nil {
+		l.releasing()
+	}
+	m, c := l.mutex, l.mutex.client
+	c.watchdog.remove(l)
+	defer c.untrack(l)
+	defer l.cancel(cause)
+	defer l.leaveGate() // after the release: the next local owner finds the lock free
+
+	started := time.Now()
+	if l.order != nil {
+		l.order.Wait() // microseconds: the calls are queued, not answered
+	}
+	var head nextHead // fair: the new head some node named
+	round := l.releaseRound(ctx, &head)
+	tally := round.Wait(ctx)
+	if complete {
+		tally = round.WaitAll(ctx)
+	}
+	err := l.releaseResult(tally, m.need())
+	if next := head.get(); err == nil && next != "" {
+		// The next in line may be a waiter of this Client: wake it now
+		// rather than after the nodes' notices come back.
+		c.hub.Wake(m.queue.Channel, l.hold+" "+next)
+	}
+	if hook := m.settings.observer.Released; hook != nil {
+		hook(ReleasedEvent{Name: m.name, Held: started.Sub(l.acquired), Err: err})
+	}
+	return err
+}
+
+// markReleased ends the lease with cause, once: a second release gets
+// ErrReleased (ErrClosed when Close released it).
+func (l *lease) markReleased(cause error) error {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.released {
-		err := l.err
-		l.mu.Unlock()
-		if errors.Is(err, ErrClosed) {
+		if errors.Is(l.err, ErrClosed) {
 			return ErrClosed
 		}
 		return ErrReleased
@@ -225,27 +261,38 @@ func (l *lease) release(ctx context.Context, cause error, complete bool) error {
 	if l.err == nil {
 		l.err = cause
 	}
-	l.mu.Unlock()
-	if l.releasing != nil {
-		l.releasing()
-	}
-	l.mutex.client.watchdog.remove(l)
-	defer l.mutex.client.untrack(l)
-	defer l.cancel(cause)
-	defer l.leaveGate() // after the release: the next local owner finds the lock free
+	return nil
+}
 
-	m, c := l.mutex, l.mutex.client
-	need := m.settings.quorumOf(len(c.nodes))
-	started := time.Now()
-	if l.order != nil {
-		l.order.Wait() // microseconds: the calls are queued, not answered
+// nextHead is the fair queue's new head, as some node named it.
+type nextHead struct {
+	mu   sync.Mutex
+	name string
+}
+
+func (h *nextHead) set(name string) {
+	if name != "" {
+		h.mu.Lock()
+		h.name = name
+		h.mu.Unlock()
 	}
-	var headMu sync.Mutex
-	head := "" // fair: the new head some node named
+}
+
+func (h *nextHead) get() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.name
+}
+
+// releaseRound sends the release to every node; nodes that did not answer
+// go to the sweeper, and nodes whose acquire's fate was unknown get a
+// leave after the release.
+func (l *lease) releaseRound(ctx context.Context, head *nextHead) *quorum.Round[node.Released] {
+	m, c := l.mutex, l.mutex.client
 	l.mu.Lock()
 	unsure, unreached := slices.Clone(l.unsure), slices.Clone(l.unreached)
 	l.mu.Unlock()
-	round := quorum.Start(context.WithoutCancel(ctx), m.settings.roundTimeout(), len(c.nodes), need, &c.background,
+	return quorum.Start(context.WithoutCancel(ctx), m.settings.roundTimeout(), len(c.nodes), m.need(), &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Released] {
 			if unreached[i] {
 				// Nothing to release, and no answer to count.
@@ -262,11 +309,7 @@ func (l *lease) release(ctx context.Context, cause error, complete bool) error {
 			if err == nil && unsure[i] {
 				c.background.Go(func() { m.leaveAfterRelease(ctx, i, l.owner, l.hold) })
 			}
-			if named != "" {
-				headMu.Lock()
-				head = named
-				headMu.Unlock()
-			}
+			head.set(named)
 			switch {
 			case err != nil:
 				return quorum.Reply[node.Released]{Vote: quorum.Failed, Err: err}
@@ -275,23 +318,6 @@ func (l *lease) release(ctx context.Context, cause error, complete bool) error {
 			}
 			return quorum.Reply[node.Released]{Vote: quorum.No, Value: released}
 		})
-	tally := round.Wait(ctx)
-	if complete {
-		tally = round.WaitAll(ctx)
-	}
-	err := l.releaseResult(tally, need)
-	headMu.Lock()
-	next := head
-	headMu.Unlock()
-	if err == nil && next != "" {
-		// The next in line may be a waiter of this Client: wake it now
-		// rather than after the nodes' notices come back.
-		c.hub.Wake(m.queue.Channel, l.hold+" "+next)
-	}
-	if hook := m.settings.observer.Released; hook != nil {
-		hook(ReleasedEvent{Name: m.name, Held: started.Sub(l.acquired), Err: err})
-	}
-	return err
 }
 
 func (l *lease) releaseResult(tally quorum.Tally[node.Released], need int) error {

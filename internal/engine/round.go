@@ -30,124 +30,149 @@ type outcome struct {
 // Otherwise it undoes every grant (and every call whose fate is unknown)
 // before it returns, so a failed attempt leaves nothing locked.
 func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, outcome) {
-	c, s := m.client, &m.settings
-	owner, hold := k.owner, k.nextHold()
+	r := &attemptState{k: k, hold: k.nextHold(), order: new(node.Order), lead: -1, lead0: -1}
 	if k.handoff != nil {
 		k.handoff.attempting()
 	}
-	need := s.quorumOf(len(c.nodes))
-	// The lease's release waits on order, so that on every node it runs
-	// after this acquire, never before it (which would leave a grant behind).
-	order := new(node.Order)
-	acquire := func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
-		acquired, err := m.mode.acquire(ctx, order, i, k, hold)
-		c.health.record(i, err)
-		c.sawQuarantine(s, i, err)
-		switch {
-		case err != nil:
-			return quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: err}
-		case acquired.Granted:
-			return quorum.Reply[node.Acquired]{Vote: quorum.Yes, Value: acquired}
-		}
-		return quorum.Reply[node.Acquired]{Vote: quorum.No, Value: acquired}
-	}
-	start := time.Now()
-	lead, leadReply := -1, quorum.Reply[node.Acquired]{}
-	lead0 := -1 // the lead node asked first, even when asked again
-	if leadFirst && len(c.nodes) > 1 {
-		// Right after a release every waiting client tries at once; if all
-		// sent to every node, the nodes would split their votes between
-		// them. Asking one agreed node first lets its winner alone go on,
-		// and costs each loser one call.
-		lead = c.health.lead()
-		lead0 = lead
-		order.Expect(1)
-		leadCtx, cancel := context.WithTimeout(ctx, s.roundTimeout())
-		leadReply = acquire(leadCtx, lead)
-		cancel()
-		switch leadReply.Vote {
-		case quorum.No:
-			if k.handoff != nil {
-				k.handoff.failed(hold, start, func(i int) bool { return i == lead })
-			}
-			return nil, outcome{leadLost: true, minPTTL: leadReply.Value.PTTL,
-				err: fmt.Errorf("%w: another owner took node %d first", ErrNotAcquired, lead)}
-		case quorum.Failed:
-			lead = -1 // ask every node, this one again too (same hold: harmless)
+	r.start = time.Now()
+	if leadFirst && len(m.client.nodes) > 1 {
+		if lost, ok := m.askLead(ctx, r); !ok {
+			return nil, lost
 		}
 	}
-	if lead >= 0 {
-		order.Expect(len(c.nodes) - 1)
+	round, stopWatch := m.startRound(ctx, r)
+	defer stopWatch()
+	tally := round.Wait(ctx)
+	until := validUntil(r.start, m.settings.ttl, m.settings.driftFactor)
+	if tally.Yes >= m.need() && time.Now().Before(until) && stopWatch() {
+		lease, result := m.grant(ctx, k, r.hold, r.start, until, r.order, func(lease *lease) quorum.Tally[node.Acquired] {
+			// Every answer in by now is in this tally, and every later one
+			// goes to lateAcquire: none is missed.
+			return round.Detach(lease.lateAcquire)
+		})
+		if lease != nil && r.leadReply.Vote == quorum.Failed {
+			// The lead node was asked twice: the first copy, fate
+			// unknown, may still arrive after the release.
+			lease.called(r.lead0, r.leadReply.Err)
+		}
+		return lease, result
+	}
+	return nil, m.lost(ctx, r, round, until)
+}
+
+// attemptState is what one attempt knows: its hold, the order the lease's
+// release waits on (so that on every node it runs after this acquire,
+// never before it), and the lead node asked first.
+type attemptState struct {
+	k         *call
+	hold      string
+	order     *node.Order
+	start     time.Time
+	lead      int // the lead node, when its answer stands (-1: none)
+	lead0     int // the lead node asked first, even when asked again
+	leadReply quorum.Reply[node.Acquired]
+}
+
+// need is the number of votes a round must win.
+func (m *Mutex) need() int { return m.settings.quorumOf(len(m.client.nodes)) }
+
+// ask sends r's acquire to node i and turns its answer into a vote.
+func (m *Mutex) ask(ctx context.Context, r *attemptState, i int) quorum.Reply[node.Acquired] {
+	c := m.client
+	acquired, err := m.mode.acquire(ctx, r.order, i, r.k, r.hold)
+	c.health.record(i, err)
+	c.sawQuarantine(&m.settings, i, err)
+	switch {
+	case err != nil:
+		return quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: err}
+	case acquired.Granted:
+		return quorum.Reply[node.Acquired]{Vote: quorum.Yes, Value: acquired}
+	}
+	return quorum.Reply[node.Acquired]{Vote: quorum.No, Value: acquired}
+}
+
+// askLead asks the agreed lead node alone first. Right after a release
+// every waiting client tries at once; if all sent to every node, the nodes
+// would split their votes. Asking one node first lets its winner alone go
+// on, and costs each loser one call. ok is false when the lead refused.
+func (m *Mutex) askLead(ctx context.Context, r *attemptState) (lost outcome, ok bool) {
+	r.lead = m.client.health.lead()
+	r.lead0 = r.lead
+	r.order.Expect(1)
+	leadCtx, cancel := context.WithTimeout(ctx, m.settings.roundTimeout())
+	r.leadReply = m.ask(leadCtx, r, r.lead)
+	cancel()
+	switch r.leadReply.Vote {
+	case quorum.No:
+		if r.k.handoff != nil {
+			r.k.handoff.failed(r.hold, r.start, func(i int) bool { return i == r.lead0 })
+		}
+		return outcome{leadLost: true, minPTTL: r.leadReply.Value.PTTL,
+			err: fmt.Errorf("%w: another owner took node %d first", ErrNotAcquired, r.lead0)}, false
+	case quorum.Failed:
+		r.lead = -1 // ask every node, this one again too (same hold: harmless)
+	}
+	return outcome{}, true
+}
+
+// startRound sends r's acquire to every node not asked yet. The calls end
+// when ctx is cancelled, until the round is won (stopWatch returns true):
+// then they are cut loose, so that a caller that cancels ctx as soon as
+// Lock returns does not cut the calls still out to slower nodes, whose
+// fate would be unknown and cost a release with a tombstone each. They
+// keep ctx's deadline, and the round timeout bounds each of them.
+func (m *Mutex) startRound(ctx context.Context, r *attemptState) (*quorum.Round[node.Acquired], func() bool) {
+	c, n := m.client, len(m.client.nodes)
+	if r.lead >= 0 {
+		r.order.Expect(n - 1)
 	} else {
-		order.Expect(len(c.nodes))
+		r.order.Expect(n)
 	}
-	// The calls end when ctx is cancelled, until the round is won: then
-	// they are cut loose from the cancellation, so that a caller that
-	// cancels ctx as soon as Lock returns (a common pattern) does not cut
-	// the calls still out to the slower nodes. Cut, their fate would be
-	// unknown, and each would cost a release with a tombstone, and a
-	// leave, after the lease's own. They keep ctx's deadline (a node's
-	// queue waits for a call's deadline, not its cancellation, so without
-	// it a silent node would hold up a failed attempt past the caller's
-	// deadline), and the round timeout bounds each of them.
 	calls, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
 	if deadline, ok := ctx.Deadline(); ok {
 		calls, cancelCalls = context.WithDeadline(context.WithoutCancel(ctx), deadline)
 	}
 	stopWatch := context.AfterFunc(ctx, cancelCalls)
-	defer stopWatch()
 	pending := atomic.Int32{}
-	pending.Store(int32(len(c.nodes)))
-	round := quorum.Start(calls, s.roundTimeout(), len(c.nodes), need, &c.background,
+	pending.Store(int32(n))
+	round := quorum.Start(calls, m.settings.roundTimeout(), n, m.need(), &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
 			defer func() {
 				if pending.Add(-1) == 0 {
 					cancelCalls() // the last one: frees the deadline's timer
 				}
 			}()
-			if i == lead {
-				return leadReply
+			if i == r.lead {
+				return r.leadReply
 			}
-			return acquire(ctx, i)
+			return m.ask(ctx, r, i)
 		})
-	tally := round.Wait(ctx)
-	until := validUntil(start, s.ttl, s.driftFactor)
-	if tally.Yes >= need && time.Now().Before(until) && stopWatch() {
-		lease, result := m.grant(ctx, k, hold, start, until, order, func(lease *lease) quorum.Tally[node.Acquired] {
-			// Every answer in by now is in this tally, and every later one
-			// goes to lateAcquire: none is missed.
-			return round.Detach(lease.lateAcquire)
-		})
-		if lease != nil && leadReply.Vote == quorum.Failed {
-			// The lead node was asked twice: the first copy, fate
-			// unknown, may still arrive after the release.
-			lease.called(lead0, leadReply.Err)
-		}
-		return lease, result
-	}
+	return round, stopWatch
+}
 
-	// Failed: let the round finish (each call is bounded by the node
-	// timeout; a node known to be down fails at once, see node.ErrNotSent),
-	// so that the outcome and the error count every node's answer.
-	tally = round.WaitAll(context.WithoutCancel(ctx))
+// lost ends a round that did not win: it lets the round finish (each call
+// bounded by the node timeout), so that the outcome counts every node's
+// answer, and undoes the hold wherever it may have been granted.
+func (m *Mutex) lost(ctx context.Context, r *attemptState, round *quorum.Round[node.Acquired], until time.Time) outcome {
+	k, need := r.k, m.need()
+	tally := round.WaitAll(context.WithoutCancel(ctx))
 	result := m.describeFailure(tally, need, until)
 	result.votesAgain = votesAgain(tally.Replies, need)
 	if k.handoff != nil {
 		// Before the undo: a node that refused is sent nothing of it.
-		k.handoff.failed(hold, start, func(i int) bool {
-			return tally.Replies[i].Vote == quorum.No && !(i == lead0 && leadReply.Vote == quorum.Failed)
+		k.handoff.failed(r.hold, r.start, func(i int) bool {
+			return tally.Replies[i].Vote == quorum.No && !(i == r.lead0 && r.leadReply.Vote == quorum.Failed)
 		})
 	}
-	done := m.undo(ctx, k, round, owner, hold, lead0, leadReply)
+	done := m.undo(ctx, k, round, k.owner, r.hold, r.lead0, r.leadReply)
 	if k.wait {
 		// The next attempt need not wait for releases to nodes that did
-		// not answer (a paused node costs the node timeout each); the call
-		// waits for them when it gives up (call.finish).
+		// not answer; the call waits for them when it gives up (finish).
 		k.undoing(done)
 	} else {
 		<-done
 	}
-	return nil, result
+	return result
 }
 
 // grant makes the lease of k's hold, granted on a quorum at start and
