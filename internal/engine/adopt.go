@@ -266,14 +266,6 @@ func (h *handoff) freeze(hold string) {
 	}
 }
 
-// adoptable reports whether a Mutex's waiters take leases from handoff
-// notices: a lease so taken is valid for the queue's Span from its
-// attempt's start, so without the watchdog it must not be shorter than
-// the TTL the caller asked for.
-func (m *Mutex) adoptable() bool {
-	return !m.reader && (m.settings.watchdog || m.queue.Span() >= m.settings.ttl)
-}
-
 // adopt takes the lease from the handoff notices when a quorum of nodes
 // handed the lock to k's latest failed attempt (see handoff). It returns
 // nil when they have not, or the lease would no longer be valid.

@@ -10,7 +10,6 @@ import (
 
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
-	"github.com/quorumlock/redlock/reentrant"
 )
 
 // Lease is one hold of a lock: of one Mutex (Mutex.Lock, TryLock) or of
@@ -160,15 +159,7 @@ func newLease(parent context.Context, m *Mutex, owner, hold string, start, until
 		unsure:    make([]bool, len(m.client.nodes)),
 		unreached: make([]bool, len(m.client.nodes)),
 	}
-	values := context.WithoutCancel(parent)
-	if m.reader {
-		// A read hold: its Context says so (RLock with it re-enters, Lock
-		// with it is refused), and keeps the caller's owner, if any.
-		values = withReadHold(values, l)
-	} else {
-		values = reentrant.WithOwner(values, owner)
-	}
-	l.ctx, l.cancel = context.WithCancelCause(values)
+	l.ctx, l.cancel = context.WithCancelCause(m.mode.holdContext(context.WithoutCancel(parent), l))
 	// Under mu: the timer may fire before AfterFunc returns.
 	l.mu.Lock()
 	l.expiry = time.AfterFunc(time.Until(until), l.expire)
@@ -358,13 +349,12 @@ func (l *lease) called(i int, err error) {
 // Lock returned: one whose fate is unknown is released again once the
 // lease is gone.
 func (l *lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
-	if reply.Vote != quorum.Yes && !l.mutex.reader {
+	if reply.Vote != quorum.Yes {
 		// Refused late: the node queued us (and may hand us the lock
 		// later, naming this hold); we hold the lock, so leave. Only a
 		// lock handed naming this hold is passed on: the call may have
 		// given this lease back (a failed fencing) and gone on waiting.
-		// (Readers never queue.)
-		l.mutex.queue.LeaveAfter(context.Background(), i, l.owner, l.hold)
+		l.mutex.mode.leaveAfter(context.Background(), i, l.owner, l.hold)
 	}
 	l.mu.Lock()
 	// Granted or refused: Unlock's release goes to every node and is

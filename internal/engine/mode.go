@@ -10,10 +10,11 @@ import (
 	"github.com/quorumlock/redlock/fair"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/reentrant"
 )
 
-// mode is what a plain and a fair mutex do differently. newMode, called
-// where the Mutex is built, is the one place that reads the fair setting.
+// mode is what a plain, a fair and a read mutex do differently. newMode,
+// called where the Mutex is built, is the one place that chooses.
 // Both queue their waiters on the nodes (package fair), so that a release
 // hands the lock to one waiter and wakes only it.
 type mode interface {
@@ -34,9 +35,25 @@ type mode interface {
 	// releasing: the release of the lease of k's hold starts, and k
 	// heard notices (k.handoff).
 	releasing(k *call, hold string)
+
+	// owner is a call's owner: ctx's, the readers', or a new one (fresh).
+	owner(ctx context.Context) (owner string, fresh bool, err error)
+	// adopts reports whether waiters take leases from handoff notices.
+	adopts() bool
+	// holdContext gives a lease's Context what it carries of its hold.
+	holdContext(values context.Context, l *lease) context.Context
+	// subscribe starts waking k on release notices.
+	subscribe(k *call)
+	// leaveAfter takes owner off node i's queue after hold's release there.
+	leaveAfter(ctx context.Context, i int, owner, hold string)
+	// behind reports that holder's holds are a waiting writer's that
+	// this mode's callers queue behind.
+	behind(replies []quorum.Reply[node.Acquired], holder string) bool
+	// shared reports whether holds are read holds, shared among readers.
+	shared() bool
 }
 
-func newMode(m *Mutex) (mode, *fair.Queue) {
+func newMode(m *Mutex, read bool) (mode, *fair.Queue) {
 	c := m.client
 	q := &fair.Queue{
 		Nodes: c.nodes, Keys: m.keys.node(), Channel: m.keys.channel + ":" + c.tag, Fair: m.settings.fair,
@@ -45,7 +62,7 @@ func newMode(m *Mutex) (mode, *fair.Queue) {
 		Background: &c.background,
 	}
 	w := waiters{m: m, queue: q}
-	if m.reader {
+	if read {
 		return readMode{m: m, channel: m.keys.lock + readersChannel}, q
 	}
 	if q.Fair {
@@ -133,6 +150,49 @@ func (w waiters) releasing(k *call, hold string) {
 	w.m.client.background.Go(func() { w.queue.LeaveOrdered(context.Background(), order, rest, k.owner, k.id) })
 	order.Wait()
 }
+
+// owner: the owner ctx carries, or one of the call's own.
+func (w waiters) owner(ctx context.Context) (string, bool, error) {
+	owner, explicit := reentrant.Owner(ctx)
+	switch {
+	case explicit && owner == "":
+		return "", false, fmt.Errorf("%w: empty owner in context", ErrConfig)
+	case explicit && owner == node.Readers:
+		return "", false, fmt.Errorf("%w: the owner %q is kept for the read holds of an RWMutex", ErrConfig, owner)
+	case !explicit:
+		return reentrant.NewID(), true, nil
+	}
+	return owner, false, nil
+}
+
+// adopts: a lease taken from notices is valid for the queue's Span from
+// its attempt's start, so without the watchdog it must not be shorter
+// than the TTL the caller asked for.
+func (w waiters) adopts() bool {
+	return w.m.settings.watchdog || w.queue.Span() >= w.m.settings.ttl
+}
+
+// holdContext: the lease's Context carries its owner, so Lock re-enters.
+func (w waiters) holdContext(values context.Context, l *lease) context.Context {
+	return reentrant.WithOwner(values, l.owner)
+}
+
+// subscribe: k hears the notices naming the queue's head.
+func (w waiters) subscribe(k *call) {
+	var heard func(int, string)
+	if k.handoff != nil {
+		heard = k.handoff.heard
+	}
+	k.watcher = w.m.client.hub.Subscribe(w.queue.Channel, w.m.need(), fair.ForHead(k.owner), heard)
+}
+
+func (w waiters) leaveAfter(ctx context.Context, i int, owner, hold string) {
+	w.queue.LeaveAfter(ctx, i, owner, hold)
+}
+
+func (waiters) behind([]quorum.Reply[node.Acquired], string) bool { return false }
+
+func (waiters) shared() bool { return false }
 
 // plainMode: goroutines of one Client queue at the Client's gate, and
 // only the first contends on the nodes. A newcomer takes a free lock in
@@ -227,3 +287,76 @@ func (f fairMode) dequeue(ctx context.Context, nodes []int, k *call) {
 }
 
 func (f fairMode) finish(ctx context.Context, k *call, lease *lease) { f.leaveQueue(ctx, k, lease) }
+
+// readMode is the read side of an RWMutex: no gate (readers of one Client
+// do not exclude each other), no place in the queue (a writer is handed
+// the lock, a reader is not), woken by the writer's release on the
+// readers' channel.
+type readMode struct {
+	m       *Mutex
+	channel string
+}
+
+// enter: a waiting reader watches the readers' channel before its first
+// attempt only when it is subscribed already (at no cost); otherwise after
+// its first refusal, as a Mutex's waiter does (call.watch), so that a
+// reader that gets the lock at once never waits for a subscription (a
+// paused node would hold that up for the node timeout).
+func (r readMode) enter(ctx context.Context, k *call) error {
+	k.nested = readHeld(ctx, r.m) != nil
+	if k.wait && r.m.client.hub.Active(r.channel) {
+		k.subscribe()
+	}
+	return nil
+}
+
+// subscribe starts waking k on every notice of the readers' channel.
+func (r readMode) subscribe(k *call) {
+	c := r.m.client
+	k.watcher = c.hub.Subscribe(r.channel, r.m.settings.quorumOf(len(c.nodes)), func(string) bool { return true }, nil)
+}
+
+func (r readMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
+	return r.m.client.nodes[i].AcquireRead(ctx, order, r.m.keys.node(), hold, r.m.settings.ttl, k.nested)
+}
+
+func (r readMode) undo(ctx context.Context, i int, k *call, hold string) error {
+	_, _, err := r.m.queue.Release(ctx, i, k.owner, hold, 0)
+	return err
+}
+
+func (readMode) pace(delay time.Duration, _ outcome) (time.Duration, bool) {
+	return min(delay, readerRecheck), false
+}
+
+func (readMode) dequeue(context.Context, []int, *call) {}
+
+func (readMode) finish(context.Context, *call, *lease) {}
+
+func (readMode) releasing(*call, string) {} // readers take no lease from notices
+
+// owner: every read hold is the readers'; nested read holds are told
+// apart by their hold ids.
+func (readMode) owner(ctx context.Context) (string, bool, error) {
+	if owner, explicit := reentrant.Owner(ctx); explicit && owner == "" {
+		return "", false, fmt.Errorf("%w: empty owner in context", ErrConfig)
+	}
+	return node.Readers, false, nil
+}
+
+func (readMode) adopts() bool { return false } // a reader is never handed the lock
+
+// holdContext: a read hold's Context says so (RLock with it re-enters,
+// Lock with it is refused), and keeps the caller's owner, if any.
+func (readMode) holdContext(values context.Context, l *lease) context.Context {
+	return withReadHold(values, l)
+}
+
+func (readMode) leaveAfter(context.Context, int, string, string) {} // readers never queue
+
+// behind: readers arriving after a waiting writer wait for it.
+func (readMode) behind(replies []quorum.Reply[node.Acquired], holder string) bool {
+	return behind(replies, holder)
+}
+
+func (readMode) shared() bool { return true }

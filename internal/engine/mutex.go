@@ -23,12 +23,9 @@ type Mutex struct {
 	name     string
 	settings settings
 	keys     keys
-	mode     mode        // plain or fair
+	mode     mode        // plain, fair, or an RWMutex's read side
 	queue    *fair.Queue // the waiters on the nodes
 	err      error       // invalid configuration, reported by Lock and TryLock
-	// reader: the read side of an RWMutex. Its holds are read holds, kept
-	// on the nodes under the shared owner node.Readers (see readMode).
-	reader bool
 }
 
 // Name is the lock's name.
@@ -185,27 +182,17 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 // newCall makes the state of one Lock or TryLock call: its owner (the
 // ctx's, the readers', or a new one) and how it may be handed the lock.
 func (m *Mutex) newCall(ctx context.Context, wait bool) (*call, error) {
-	owner, explicit := reentrant.Owner(ctx)
-	switch {
-	case explicit && owner == "":
-		return nil, fmt.Errorf("%w: empty owner in context", ErrConfig)
-	case explicit && owner == node.Readers && !m.reader:
-		return nil, fmt.Errorf("%w: the owner %q is kept for the read holds of an RWMutex", ErrConfig, owner)
-	case m.reader:
-		owner = node.Readers // every read hold is the readers'
-	case !explicit:
-		owner = reentrant.NewID()
+	owner, fresh, err := m.mode.owner(ctx)
+	if err != nil {
+		return nil, err
 	}
 	k := &call{m: m, owner: owner, wait: wait, id: reentrant.NewID()}
-	if wait && !explicit && m.adoptable() {
+	if wait && fresh && m.mode.adopts() {
 		// Only an owner id of this call's own: two calls that share one
 		// (WithOwner) both write its place on the nodes, so a notice
 		// naming one call's attempt says nothing of what the other sent
 		// (its claim, and the undo of that claim, could free the lock).
 		k.handoff = newHandoff(len(m.client.nodes), m.settings.quorumOf(len(m.client.nodes)))
-	}
-	if m.reader {
-		k.nested = readHeld(ctx, m) != nil
 	}
 	return k, nil
 }
@@ -300,17 +287,8 @@ func (k *call) watch(ctx context.Context) {
 // subscribe starts waking k on release notices, and returns while the
 // subscription goes out: the first attempt need not wait for it.
 func (k *call) subscribe() {
-	m := k.m
 	k.unconfirmed = true
-	if r, ok := m.mode.(readMode); ok {
-		r.watch(k)
-		return
-	}
-	var heard func(int, string)
-	if k.handoff != nil {
-		heard = k.handoff.heard
-	}
-	k.watcher = m.client.hub.Subscribe(m.queue.Channel, m.settings.quorumOf(len(m.client.nodes)), fair.ForHead(k.owner), heard)
+	k.m.mode.subscribe(k)
 }
 
 // confirmWatch subscribes k, if it is not, and waits until a quorum of the

@@ -238,12 +238,12 @@ func (c *Client) releaseAll() {
 // (an empty name, a bad option) is reported by Lock and TryLock as
 // ErrConfig.
 func (c *Client) Mutex(name string, opts ...Option) *Mutex {
-	return c.newMutex(name, opts, nil)
+	return c.newMutex(name, opts, false, nil)
 }
 
-// newMutex builds a Mutex; setup, when not nil, adjusts it before its mode
-// and queue are made from it (RWMutex's two sides).
-func (c *Client) newMutex(name string, opts []Option, setup func(*Mutex)) *Mutex {
+// newMutex builds a Mutex, the read side of an RWMutex with read; setup,
+// when not nil, adjusts it before its mode and queue are made from it.
+func (c *Client) newMutex(name string, opts []Option, read bool, setup func(*Mutex)) *Mutex {
 	m := &Mutex{client: c, name: name, settings: c.defaults.with(opts)}
 	m.err = m.settings.validate(len(c.nodes))
 	if name == "" {
@@ -255,7 +255,7 @@ func (c *Client) newMutex(name string, opts []Option, setup func(*Mutex)) *Mutex
 	if setup != nil {
 		setup(m)
 	}
-	m.mode, m.queue = newMode(m)
+	m.mode, m.queue = newMode(m, read)
 	return m
 }
 

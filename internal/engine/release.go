@@ -71,9 +71,7 @@ func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, unce
 // back (a failed fencing), and a later attempt of it may hold the lock
 // there, taken from the notices. Read holds never queue.
 func (m *Mutex) leaveAfterRelease(ctx context.Context, i int, owner, hold string) {
-	if !m.reader {
-		m.queue.LeaveAfter(context.WithoutCancel(ctx), i, owner, hold)
-	}
+	m.mode.leaveAfter(context.WithoutCancel(ctx), i, owner, hold)
 }
 
 // undoGrant drops the hold of k's failed attempt on node i, which granted

@@ -305,7 +305,7 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 	case conflicted:
 		result.err = &stopError{v.with(fmt.Errorf("%w on %d of %d nodes, so no quorum can agree: remove the key or use another key prefix",
 			ErrKeyConflict, conflicts, v.n))}
-	case result.held && holds > v.n-need && m.reader && behind(replies, holder):
+	case result.held && holds > v.n-need && m.mode.behind(replies, holder):
 		result.err = v.with(fmt.Errorf("%w: a writer waits for it on %d of %d nodes, and readers arriving after a waiting writer wait for it",
 			ErrNotAcquired, holds, v.n))
 	case result.held && holds > v.n-need:

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/reentrant"
 )
 
@@ -39,9 +38,9 @@ const readerRecheck = 500 * time.Millisecond
 // Client's defaults; WithFair and WithFencing apply to the writer's side
 // only. Invalid input is reported by its methods as ErrConfig.
 func (c *Client) RWMutex(name string, opts ...Option) *RWMutex {
-	writer := c.newMutex(name, opts, func(m *Mutex) { m.keys.readers = m.keys.lock + readersChannel })
+	writer := c.newMutex(name, opts, false, func(m *Mutex) { m.keys.readers = m.keys.lock + readersChannel })
 	readOpts := append(slices.Clip(opts), func(s *settings) { s.fair, s.fencing = false, false })
-	reader := c.newMutex(name, readOpts, func(m *Mutex) { m.reader = true })
+	reader := c.newMutex(name, readOpts, true, nil)
 	return &RWMutex{name: name, writer: writer, reader: reader}
 }
 
@@ -107,7 +106,7 @@ func (c *Client) holds(m *Mutex, owner string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for l := range c.leases {
-		if l.owner == owner && !l.mutex.reader && l.mutex.keys.lock == m.keys.lock && l.Err() == nil {
+		if l.owner == owner && !l.mutex.mode.shared() && l.mutex.keys.lock == m.keys.lock && l.Err() == nil {
 			return true
 		}
 	}
@@ -140,48 +139,3 @@ func readHeld(ctx context.Context, m *Mutex) *lease {
 	return nil
 }
 
-// readMode is the read side of an RWMutex: no gate (readers of one Client
-// do not exclude each other), no place in the queue (a writer is handed
-// the lock, a reader is not), woken by the writer's release on the
-// readers' channel.
-type readMode struct {
-	m       *Mutex
-	channel string
-}
-
-// enter: a waiting reader watches the readers' channel before its first
-// attempt only when it is subscribed already (at no cost); otherwise after
-// its first refusal, as a Mutex's waiter does (call.watch), so that a
-// reader that gets the lock at once never waits for a subscription (a
-// paused node would hold that up for the node timeout).
-func (r readMode) enter(ctx context.Context, k *call) error {
-	if k.wait && r.m.client.hub.Active(r.channel) {
-		k.subscribe()
-	}
-	return nil
-}
-
-// watch starts waking k on every notice of the readers' channel.
-func (r readMode) watch(k *call) {
-	c := r.m.client
-	k.watcher = c.hub.Subscribe(r.channel, r.m.settings.quorumOf(len(c.nodes)), func(string) bool { return true }, nil)
-}
-
-func (r readMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
-	return r.m.client.nodes[i].AcquireRead(ctx, order, r.m.keys.node(), hold, r.m.settings.ttl, k.nested)
-}
-
-func (r readMode) undo(ctx context.Context, i int, k *call, hold string) error {
-	_, _, err := r.m.queue.Release(ctx, i, k.owner, hold, 0)
-	return err
-}
-
-func (readMode) pace(delay time.Duration, _ outcome) (time.Duration, bool) {
-	return min(delay, readerRecheck), false
-}
-
-func (readMode) dequeue(context.Context, []int, *call) {}
-
-func (readMode) finish(context.Context, *call, *lease) {}
-
-func (readMode) releasing(*call, string) {} // readers take no lease from notices
