@@ -138,4 +138,3 @@ func readHeld(ctx context.Context, m *Mutex) *lease {
 	}
 	return nil
 }
-
