@@ -21,8 +21,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/reentrant"
-	"golang.org/x/sync/errgroup"
 )
 
 // Queue is the queue of one lock over a set of nodes, as one Client sees it.
@@ -106,18 +106,11 @@ func (q *Queue) Leave(ctx context.Context, nodes []int, owner, call string) {
 // the calls (order.Expect(len(nodes))).
 func (q *Queue) LeaveOrdered(ctx context.Context, order *node.Order, nodes []int, owner, call string) {
 	notice := reentrant.NewID() // unique: watchers count one notice per node
-	var group errgroup.Group
-	for _, i := range nodes {
-		group.Go(func() error {
-			ctx, cancel := context.WithTimeout(ctx, q.NodeTimeout)
-			defer cancel()
-			if err := q.Nodes[i].Leave(ctx, order, q.Keys, owner, call, notice, q.Window()); err != nil && q.OnError != nil {
-				q.OnError(i, err)
-			}
-			return nil
-		})
-	}
-	_ = group.Wait() // each failure went to OnError
+	quorum.Each(ctx, nodes, q.NodeTimeout, func(ctx context.Context, i int) {
+		if err := q.Nodes[i].Leave(ctx, order, q.Keys, owner, call, notice, q.Window()); err != nil && q.OnError != nil {
+			q.OnError(i, err)
+		}
+	})
 }
 
 // LeaveAfter takes owner off node i's queue after the release of hold,

@@ -158,3 +158,22 @@ func (r *Round[T]) Detach(late func(node int, reply Reply[T])) Tally[T] {
 	r.late = late
 	return r.tallyLocked()
 }
+
+// Each calls fn on the given nodes at once and waits for all of them:
+// for work every node must finish (an undo, leaving a queue, a read of
+// each), where a round's early return would leave calls behind. Each call
+// gets ctx bounded by timeout (none when zero); fn reports its own failures.
+func Each(ctx context.Context, nodes []int, timeout time.Duration, fn func(ctx context.Context, node int)) {
+	var wg sync.WaitGroup
+	for _, i := range nodes {
+		wg.Go(func() {
+			ctx, cancel := ctx, context.CancelFunc(func() {})
+			if timeout > 0 {
+				ctx, cancel = context.WithTimeout(ctx, timeout)
+			}
+			defer cancel()
+			fn(ctx, i)
+		})
+	}
+	wg.Wait()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -147,5 +148,29 @@ func TestRound_DetachSeesEveryAnswerExactlyOnce(t *testing.T) {
 				t.Fatalf("node %d seen %d times, want once", node, seen[node])
 			}
 		}
+	}
+}
+
+// Each calls fn once on every given node, and only those, bounds each call
+// by the timeout, and returns only once every call has returned.
+func TestEach_callsEveryGivenNodeAndWaits(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[int]int{}
+	var finished atomic.Int32
+	Each(context.Background(), []int{0, 2, 4}, 20*time.Millisecond, func(ctx context.Context, i int) {
+		if _, ok := ctx.Deadline(); !ok {
+			t.Errorf("node %d: no deadline", i)
+		}
+		<-ctx.Done() // the timeout ends every call
+		mu.Lock()
+		seen[i]++
+		mu.Unlock()
+		finished.Add(1)
+	})
+	if finished.Load() != 3 {
+		t.Fatalf("Each returned with %d of 3 calls finished", finished.Load())
+	}
+	if len(seen) != 3 || seen[0] != 1 || seen[2] != 1 || seen[4] != 1 {
+		t.Fatalf("calls per node: %v, want nodes 0, 2, 4 once each", seen)
 	}
 }

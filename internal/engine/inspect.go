@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/reentrant"
 )
 
@@ -226,9 +227,7 @@ func (m *Mutex) eachNode(ctx context.Context, errs []error, fn func(ctx context.
 			live = append(live, i)
 		}
 	}
-	m.onNodes(ctx, live, func(ctx context.Context, i int) {
-		ctx, cancel := context.WithTimeout(ctx, m.settings.roundTimeout())
-		defer cancel()
+	quorum.Each(ctx, live, m.settings.roundTimeout(), func(ctx context.Context, i int) {
 		errs[i] = fn(ctx, i, m.client.nodes[i])
 	})
 }

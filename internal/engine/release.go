@@ -5,32 +5,18 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/node"
-	"golang.org/x/sync/errgroup"
+	"github.com/quorumlock/redlock/quorum"
 )
 
 // releaseNodes drops hold on the given nodes and waits for their answers
 // (each bounded by the node timeout); uncertain and leaving as in
 // releaseNode.
 func (m *Mutex) releaseNodes(ctx context.Context, nodes []int, owner, hold string, uncertain func(int) bool, leaving func() bool) {
-	m.onNodes(ctx, nodes, func(ctx context.Context, i int) { m.releaseNode(ctx, i, owner, hold, uncertain(i), leaving) })
+	quorum.Each(ctx, nodes, 0, func(ctx context.Context, i int) { m.releaseNode(ctx, i, owner, hold, uncertain(i), leaving) })
 }
 
 // always is a leaving condition that holds.
 func always() bool { return true }
-
-// onNodes runs fn on the given nodes at once and waits for all of them:
-// where every node must answer (undo, leaving the queue), an errgroup, not
-// the quorum round's early return.
-func (m *Mutex) onNodes(ctx context.Context, nodes []int, fn func(ctx context.Context, i int)) {
-	var group errgroup.Group
-	for _, i := range nodes {
-		group.Go(func() error {
-			fn(ctx, i)
-			return nil
-		})
-	}
-	_ = group.Wait() // fn reports its own failures
-}
 
 // releaseNode drops hold on node i; the last hold hands the lock to the
 // first waiter. uncertain says that the acquire's fate on the node is unknown

@@ -251,7 +251,7 @@ func (m *Mutex) undo(ctx context.Context, k *call, round *quorum.Round[node.Acqu
 			granted = append(granted, i)
 		}
 	}
-	m.onNodes(undo, granted, func(ctx context.Context, i int) { m.undoGrant(ctx, i, k, hold) })
+	quorum.Each(undo, granted, 0, func(ctx context.Context, i int) { m.undoGrant(ctx, i, k, hold) })
 	finished := make(chan struct{})
 	c.background.Go(func() {
 		defer close(finished)
