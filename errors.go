@@ -1,6 +1,9 @@
 package redlock
 
-import "github.com/quorumlock/redlock/internal/engine"
+import (
+	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/engine"
+)
 
 // Sentinel errors. Match them with errors.Is: the library wraps them with
 // detail (which node, how many votes) and joins several into one error
@@ -10,37 +13,37 @@ var (
 	// ErrConfig reports an invalid argument or option: no nodes, a nil
 	// client, an empty name, a TTL that leaves no validity window, a quorum
 	// that is not a majority of the nodes, a malformed URL.
-	ErrConfig = engine.ErrConfig
+	ErrConfig = core.ErrConfig
 	// ErrNotAcquired reports that the lock was not taken: another owner holds
 	// it (TryLock), or Lock's ctx ended first (then the error also matches
 	// the ctx's error).
-	ErrNotAcquired = engine.ErrNotAcquired
+	ErrNotAcquired = core.ErrNotAcquired
 	// ErrNotHeld reports an Unlock or Extend by an owner that does not hold
 	// the lock on a quorum of nodes any more (it expired, or another owner
 	// took it). Nothing of the other owner's was touched.
-	ErrNotHeld = engine.ErrNotHeld
+	ErrNotHeld = core.ErrNotHeld
 	// ErrLost is a lease's Err and its Context's cause once its validity
 	// window ended without a quorum renewal.
-	ErrLost = engine.ErrLost
+	ErrLost = core.ErrLost
 	// ErrReleased is a lease's Err and its Context's cause after Unlock, and
 	// the error of a second Unlock of the same lease.
-	ErrReleased = engine.ErrReleased
+	ErrReleased = core.ErrReleased
 	// ErrNoQuorum reports that too few nodes answered to decide. It is
 	// joined with one *NodeError per failing node.
-	ErrNoQuorum = engine.ErrNoQuorum
+	ErrNoQuorum = core.ErrNoQuorum
 	// ErrClosed reports use of a Client, Mutex or Lease after Client.Close.
-	ErrClosed = engine.ErrClosed
+	ErrClosed = core.ErrClosed
 	// ErrKeyConflict reports that a key of the lock holds something else
 	// (a value of another type, a hash that is not a lock) on so many
 	// nodes that no quorum can agree: Lock returns it at once instead of
 	// waiting, since only removing the key (or another WithKeyPrefix)
 	// helps. Each such node's *NodeError matches it too.
-	ErrKeyConflict = engine.ErrKeyConflict
+	ErrKeyConflict = core.ErrKeyConflict
 )
 
 // NodeError is the failure of one node in a round: a network error, a
 // timeout, a reply of the wrong shape, a WRONGTYPE key.
-type NodeError = engine.NodeError
+type NodeError = core.NodeError
 
 // ErrNoLeader reports that an election has no leader now (Election.Leader).
 var ErrNoLeader = engine.ErrNoLeader
@@ -49,4 +52,4 @@ var ErrNoLeader = engine.ErrNoLeader
 // and an answer not counted because the node's clock runs fast:
 // errors.Is(err, ErrQuarantined) on a *NodeError, or on ErrNoQuorum's
 // error when such a node was among the failing ones.
-var ErrQuarantined = engine.ErrQuarantined
+var ErrQuarantined = core.ErrQuarantined

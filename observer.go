@@ -1,27 +1,27 @@
 package redlock
 
-import "github.com/quorumlock/redlock/internal/engine"
+import "github.com/quorumlock/redlock/internal/core"
 
 // Observer holds optional hooks called on lock events, for metrics. Nil
 // hooks are skipped. Hooks run on the library's goroutines: they must be
 // quick and must not call back into the lease they are told about.
-type Observer = engine.Observer
+type Observer = core.Observer
 
 // AcquiredEvent describes a grant.
-type AcquiredEvent = engine.AcquiredEvent
+type AcquiredEvent = core.AcquiredEvent
 
 // ReleasedEvent describes an Unlock.
-type ReleasedEvent = engine.ReleasedEvent
+type ReleasedEvent = core.ReleasedEvent
 
 // RenewedEvent describes a renewal that reached a quorum.
-type RenewedEvent = engine.RenewedEvent
+type RenewedEvent = core.RenewedEvent
 
 // LostEvent describes a lease lost before it was released.
-type LostEvent = engine.LostEvent
+type LostEvent = core.LostEvent
 
 // QuarantineEvent reports a node that does not vote: it lost its data (or
 // is new) less than the restart guard ago (see WithRestartGuard), or its
 // clock was found to run fast (see WithClockCheck). It is reported once per
 // data loss, or run of clock findings, and node, by the first call that
 // met the refusal.
-type QuarantineEvent = engine.QuarantineEvent
+type QuarantineEvent = core.QuarantineEvent

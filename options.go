@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/cenkalti/backoff/v4"
-	"github.com/quorumlock/redlock/internal/engine"
+	"github.com/quorumlock/redlock/internal/core"
 )
 
 // Defaults. Given to New, options replace them for every Mutex of the
@@ -15,21 +15,21 @@ const (
 	// DefaultTTL is how long a lease lives on the nodes without renewal. Long
 	// enough that a renewal every TTL/3 survives a few slow rounds, short
 	// enough that a crashed holder blocks others for half a minute at most.
-	DefaultTTL = engine.DefaultTTL
+	DefaultTTL = core.DefaultTTL
 	// DefaultDriftFactor is the fraction of the TTL set aside for node
 	// clocks running fast, as the Redlock paper suggests.
-	DefaultDriftFactor = engine.DefaultDriftFactor
+	DefaultDriftFactor = core.DefaultDriftFactor
 	// DefaultNodeTimeout bounds each call to one node. A slow or paused node
 	// costs a round at most this much, and it is small against DefaultTTL so
 	// that a round leaves most of the validity window.
-	DefaultNodeTimeout = engine.DefaultNodeTimeout
+	DefaultNodeTimeout = core.DefaultNodeTimeout
 	// DefaultKeyPrefix starts every key and channel the library uses.
-	DefaultKeyPrefix = engine.DefaultKeyPrefix
+	DefaultKeyPrefix = core.DefaultKeyPrefix
 	// MaxRestartGuard bounds WithRestartGuard: the longest TTL.
-	MaxRestartGuard = engine.MaxRestartGuard
+	MaxRestartGuard = core.MaxRestartGuard
 	// DefaultQueueTimeout is how long a fair-mode waiter keeps its place in
 	// the queue without a heartbeat.
-	DefaultQueueTimeout = engine.DefaultQueueTimeout
+	DefaultQueueTimeout = core.DefaultQueueTimeout
 )
 
 // Bounds. Every option value outside them makes New return ErrConfig, or
@@ -42,18 +42,18 @@ const (
 	// time.Time arithmetic on Until, the Lua doubles that carry it (exact
 	// up to 2^53 ms, some 285,000 years) and Redis adding it to its
 	// millisecond clock.
-	MaxTTL = engine.MaxTTL
+	MaxTTL = core.MaxTTL
 	// MaxTimeout is the longest node timeout (WithNodeTimeout) and queue
 	// timeout (WithQueueTimeout) accepted, MaxTTL for the same reasons: the
 	// queue timeout goes to the nodes in milliseconds and the fair-mode
 	// script adds it to the node's clock and doubles it.
-	MaxTimeout = engine.MaxTimeout
+	MaxTimeout = core.MaxTimeout
 )
 
 // Option configures a Client (given to New or Dial) or one Mutex (given to
 // Client.Mutex). An invalid option makes New return ErrConfig, or makes the
 // Mutex's Lock and TryLock return it.
-type Option = engine.Option
+type Option = core.Option
 
 // WithRestartGuard sets d, how long a node that may have forgotten a lease
 // does not vote: d after its start when it restarted without an
@@ -63,7 +63,7 @@ type Option = engine.Option
 // when the Mutex is made; 0 turns the guard off. A node started less than
 // d ago votes at once only when declared new (`redlock init`).
 func WithRestartGuard(d time.Duration) Option {
-	return engine.WithRestartGuard(d)
+	return core.WithRestartGuard(d)
 }
 
 // WithClockCheck turns the check of the nodes' clock rates on or off
@@ -76,27 +76,27 @@ func WithRestartGuard(d time.Duration) Option {
 // rests on this process's monotonic clock running true, and is off on
 // Redis Cluster and Ring clients. See docs/safety.md, "The clock check".
 func WithClockCheck(on bool) Option {
-	return engine.WithClockCheck(on)
+	return core.WithClockCheck(on)
 }
 
 // WithTTL sets how long a lease lives on the nodes without renewal
 // (default DefaultTTL). It must be in (0, MaxTTL] and longer than its drift
 // allowance (TTL*driftFactor + 2ms).
 func WithTTL(ttl time.Duration) Option {
-	return engine.WithTTL(ttl)
+	return core.WithTTL(ttl)
 }
 
 // WithWatchdog turns automatic renewal every TTL/3 on or off (default on).
 // Off, a lease lives its TTL unless Lease.Extend renews it.
 func WithWatchdog(on bool) Option {
-	return engine.WithWatchdog(on)
+	return core.WithWatchdog(on)
 }
 
 // WithQuorum sets how many nodes must agree (default N/2+1). k must be a
 // majority of the nodes (N/2 < k <= N); k = N makes every node necessary, as
 // Redisson's MultiLock does.
 func WithQuorum(k int) Option {
-	return engine.WithQuorum(k)
+	return core.WithQuorum(k)
 }
 
 // WithDriftFactor sets the fraction of the TTL set aside for node clocks
@@ -104,7 +104,7 @@ func WithQuorum(k int) Option {
 // validity window is the TTL less this share and 2ms, so never under half
 // the TTL but for those 2ms.
 func WithDriftFactor(factor float64) Option {
-	return engine.WithDriftFactor(factor)
+	return core.WithDriftFactor(factor)
 }
 
 // WithNodeTimeout bounds each call to one node (default DefaultNodeTimeout,
@@ -113,7 +113,7 @@ func WithDriftFactor(factor float64) Option {
 // returns on time, but a stuck call runs on until the client's own
 // ReadTimeout.
 func WithNodeTimeout(d time.Duration) Option {
-	return engine.WithNodeTimeout(d)
+	return core.WithNodeTimeout(d)
 }
 
 // WithRetry sets the backoff Lock waits between attempts when no release
@@ -122,12 +122,12 @@ func WithNodeTimeout(d time.Duration) Option {
 // nodes report none). The function is called once per Lock, so each call
 // gets a fresh BackOff.
 func WithRetry(newBackOff func() backoff.BackOff) Option {
-	return engine.WithRetry(newBackOff)
+	return core.WithRetry(newBackOff)
 }
 
 // WithFair makes the mutex fair: waiters get the lock in arrival order.
 func WithFair() Option {
-	return engine.WithFair()
+	return core.WithFair()
 }
 
 // WithQueueTimeout sets how long a fair-mode waiter keeps its place without
@@ -137,7 +137,7 @@ func WithFair() Option {
 // this long (or the TTL, when shorter: the span of a lease it takes from
 // the handoff notices).
 func WithQueueTimeout(d time.Duration) Option {
-	return engine.WithQueueTimeout(d)
+	return core.WithQueueTimeout(d)
 }
 
 // WithFencing makes every grant carry a fencing token (Lease.Token): when
@@ -150,14 +150,14 @@ func WithQueueTimeout(d time.Duration) Option {
 // empty after the TTL: compare them, do not count with them.
 // See docs/safety.md, "Fencing tokens" and "Why fencing tokens increase".
 func WithFencing() Option {
-	return engine.WithFencing()
+	return core.WithFencing()
 }
 
 // WithKeyPrefix sets the prefix of every key and channel (default
 // DefaultKeyPrefix). The lock name goes into a hash tag after it, so all
 // keys of one lock share a Redis Cluster slot.
 func WithKeyPrefix(prefix string) Option {
-	return engine.WithKeyPrefix(prefix)
+	return core.WithKeyPrefix(prefix)
 }
 
 // WithLogger sets where lost leases and node faults are logged (default:
@@ -165,12 +165,12 @@ func WithKeyPrefix(prefix string) Option {
 // goroutines, at times with a lease's renewal in progress: it must not
 // block on anything that waits for an Unlock.
 func WithLogger(logger *slog.Logger) Option {
-	return engine.WithLogger(logger)
+	return core.WithLogger(logger)
 }
 
 // WithObserver sets hooks called on lock events, for metrics.
 func WithObserver(observer Observer) Option {
-	return engine.WithObserver(observer)
+	return core.WithObserver(observer)
 }
 
 // WithTLS sets the TLS configuration Dial uses for rediss:// nodes (for a
@@ -178,5 +178,5 @@ func WithObserver(observer Observer) Option {
 // gets a clone whose ServerName, when empty, is the URL's host. It has no
 // effect on New, whose clients carry their own TLS settings.
 func WithTLS(config *tls.Config) Option {
-	return engine.WithTLS(config)
+	return core.WithTLS(config)
 }

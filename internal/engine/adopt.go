@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -278,7 +279,7 @@ func (m *Mutex) adopt(ctx context.Context, k *call) (*lease, outcome) {
 		return nil, outcome{}
 	}
 	k.handoff.attempting() // once: a lease that fails its fencing is given back
-	until := validUntil(start, m.queue.Span(), m.settings.driftFactor)
+	until := core.ValidUntil(start, m.queue.Span(), m.settings.DriftFactor)
 	if !time.Now().Before(until) {
 		return nil, outcome{}
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/reentrant"
 )
@@ -44,13 +45,13 @@ type Election struct {
 // concurrent use; options override the Client's defaults (WithFencing is
 // always on: terms are tokens). Invalid input is reported by Campaign
 // and Leader as ErrConfig, and closes Observe's channel at once.
-func (c *Client) Election(name string, opts ...Option) *Election {
-	e := &Election{client: c, name: name, mutex: c.Mutex(name, append(slices.Clip(opts), WithFencing())...)}
+func (c *Client) Election(name string, opts ...core.Option) *Election {
+	e := &Election{client: c, name: name, mutex: c.Mutex(name, append(slices.Clip(opts), core.WithFencing())...)}
 	e.err = e.mutex.err
 	if name == "" {
-		e.err = fmt.Errorf("%w: empty election name", ErrConfig)
+		e.err = fmt.Errorf("%w: empty election name", core.ErrConfig)
 	}
-	e.record = e.mutex.keys.lock + ":leader"
+	e.record = e.mutex.keys.Lock + ":leader"
 	return e
 }
 
@@ -70,11 +71,11 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 		return nil, e.err
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrConfig)
+		return nil, fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	c := e.client
 	if !c.begin() {
-		return nil, ErrClosed
+		return nil, core.ErrClosed
 	}
 	defer c.end()
 	lease, err := e.mutex.acquire(reentrant.WithOwner(ctx, reentrant.NewID()), true)
@@ -103,7 +104,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 // renewals put the lock back there: Leader goes on naming the leader.
 func (e *Election) keepPublished(lease *lease, record node.Record) {
 	c := e.client
-	ticker := time.NewTicker(e.mutex.settings.ttl / 3)
+	ticker := time.NewTicker(e.mutex.settings.TTL / 3)
 	defer ticker.Stop()
 	for {
 		select {
@@ -115,7 +116,7 @@ func (e *Election) keepPublished(lease *lease, record node.Record) {
 		}
 		errs := make([]error, len(c.nodes))
 		e.mutex.eachNode(lease.ctx, errs, func(ctx context.Context, _ int, n *node.Node) error {
-			_, err := n.Publish(ctx, e.record, record, e.mutex.settings.ttl)
+			_, err := n.Publish(ctx, e.record, record, e.mutex.settings.TTL)
 			return err
 		})
 	}
@@ -128,7 +129,7 @@ func (e *Election) publish(ctx context.Context, lease *lease, record node.Record
 	stored := make([]uint64, len(c.nodes))
 	errs := make([]error, len(c.nodes))
 	e.mutex.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
-		stored[i], err = n.Publish(ctx, e.record, record, e.mutex.settings.ttl)
+		stored[i], err = n.Publish(ctx, e.record, record, e.mutex.settings.TTL)
 		return err
 	})
 	published, later := 0, uint64(0)
@@ -143,16 +144,16 @@ func (e *Election) publish(ctx context.Context, lease *lease, record node.Record
 			later = max(later, stored[i])
 		}
 	}
-	need := e.mutex.settings.quorumOf(len(c.nodes))
+	need := e.mutex.settings.QuorumOf(len(c.nodes))
 	switch {
 	case later > 0:
-		return fmt.Errorf("%w: term %d was published, after this one (%d): this leadership is over", ErrNotAcquired, later, record.Term)
+		return fmt.Errorf("%w: term %d was published, after this one (%d): this leadership is over", core.ErrNotAcquired, later, record.Term)
 	case published < need:
 		return verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: the leader was published on %d of %d nodes, %d needed",
-			ErrNoQuorum, published, len(c.nodes), need))
+			core.ErrNoQuorum, published, len(c.nodes), need))
 	}
 	if err := lease.Err(); err != nil {
-		return fmt.Errorf("%w: leadership ended while it was published: %w", ErrNotAcquired, err)
+		return fmt.Errorf("%w: leadership ended while it was published: %w", core.ErrNotAcquired, err)
 	}
 	return nil
 }
@@ -167,11 +168,11 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 		return Leader{}, e.err
 	}
 	if ctx == nil {
-		return Leader{}, fmt.Errorf("%w: nil context", ErrConfig)
+		return Leader{}, fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	c := e.client
 	if !c.begin() {
-		return Leader{}, ErrClosed
+		return Leader{}, core.ErrClosed
 	}
 	defer c.end()
 	// The lock and the records are read at once: two rounds, one wait.
@@ -201,10 +202,10 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 			latest = records[i]
 		}
 	}
-	need := e.mutex.settings.quorumOf(len(c.nodes))
+	need := e.mutex.settings.QuorumOf(len(c.nodes))
 	if answered := len(c.nodes) - len(nodeErrs); answered < need {
 		return Leader{}, verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
-			ErrNoQuorum, answered, len(c.nodes), need))
+			core.ErrNoQuorum, answered, len(c.nodes), need))
 	}
 	if latest.Owner != info.Owner {
 		return Leader{}, fmt.Errorf("%w: election %q: its holder has not published its value yet", ErrNoLeader, e.name)
@@ -227,7 +228,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 		close(ch)
 		return ch
 	}
-	every := min(max(e.mutex.settings.ttl/10, 10*time.Millisecond), time.Second)
+	every := min(max(e.mutex.settings.TTL/10, 10*time.Millisecond), time.Second)
 	go func() {
 		defer c.end()
 		defer close(ch)
@@ -237,7 +238,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 		first := true
 		for {
 			now, err := e.Leader(ctx)
-			if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			if errors.Is(err, core.ErrClosed) || ctx.Err() != nil {
 				return
 			}
 			if err != nil {

@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
 
 func (l *lease) Extend(ctx context.Context) error {
 	if !l.mutex.client.begin() {
-		return ErrClosed
+		return core.ErrClosed
 	}
 	defer l.mutex.client.end()
 	l.ops.Lock()
@@ -28,7 +29,7 @@ func (l *lease) Extend(ctx context.Context) error {
 	renewed := tally.Yes >= m.need() && l.renewed(start)
 	// Hold ops until every node answered: a renewal still on its way could
 	// otherwise land after an Unlock's release and re-create the lock.
-	waitAll, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.settings.roundTimeout())
+	waitAll, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.settings.RoundTimeout())
 	defer cancel()
 	round.WaitAll(waitAll)
 	if renewed {
@@ -43,8 +44,8 @@ func (l *lease) Extend(ctx context.Context) error {
 // renewRound sends this lease's renewal to every node.
 func (l *lease) renewRound(ctx context.Context) *quorum.Round[node.Renewed] {
 	m, c := l.mutex, l.mutex.client
-	batch := []node.Renewal{{Keys: m.keys.node(), Owner: l.owner, Hold: l.hold, TTL: m.settings.ttl}}
-	return quorum.Start(ctx, m.settings.roundTimeout(), len(c.nodes), m.need(), &c.background,
+	batch := []node.Renewal{{Keys: m.keys.Node(), Owner: l.owner, Hold: l.hold, TTL: m.settings.TTL}}
+	return quorum.Start(ctx, m.settings.RoundTimeout(), len(c.nodes), m.need(), &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Renewed] {
 			renewed, err := c.nodes[i].Renew(ctx, batch)
 			l.called(i, err) // the renewal may still run there, after a release
@@ -67,7 +68,7 @@ func (l *lease) extendFailed(ctx context.Context, tally quorum.Tally[node.Renewe
 	switch {
 	case v.yes >= need:
 		// A quorum renewed, but only after the validity window ended.
-		return fmt.Errorf("%w: the renewal outlasted the validity window", ErrLost)
+		return fmt.Errorf("%w: the renewal outlasted the validity window", core.ErrLost)
 	case ctx.Err() != nil && !v.outOfReach():
 		return v.with(context.Cause(ctx))
 	}
@@ -80,9 +81,9 @@ func (l *lease) extendFailed(ctx context.Context, tally quorum.Tally[node.Renewe
 		}
 		if released > 0 {
 			return fmt.Errorf("%w: its holds were removed on %d of %d nodes (ForceUnlock)%s",
-				ErrNotHeld, released, v.n, alsoTaken(v.refused-released))
+				core.ErrNotHeld, released, v.n, alsoTaken(v.refused-released))
 		}
-		return fmt.Errorf("%w: another owner holds it on %d of %d nodes", ErrNotHeld, v.refused, v.n)
+		return fmt.Errorf("%w: another owner holds it on %d of %d nodes", core.ErrNotHeld, v.refused, v.n)
 	})
 }
 
@@ -91,7 +92,7 @@ func (l *lease) extendFailed(ctx context.Context, tally quorum.Tally[node.Renewe
 // meanwhile, or the round outlasted its own window.
 func (l *lease) renewed(start time.Time) bool {
 	s := &l.mutex.settings
-	until := validUntil(start, s.ttl, s.driftFactor)
+	until := core.ValidUntil(start, s.TTL, s.DriftFactor)
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -102,8 +103,8 @@ func (l *lease) renewed(start time.Time) bool {
 		l.until = until
 		l.expiry.Reset(until.Sub(now))
 	}
-	if hook := s.observer.Renewed; hook != nil {
-		hook(RenewedEvent{Name: l.mutex.name, Until: l.until})
+	if hook := s.Observer.Renewed; hook != nil {
+		hook(core.RenewedEvent{Name: l.mutex.name, Until: l.until})
 	}
 	return true
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -20,7 +21,7 @@ import (
 // increase".
 func (l *lease) fence(ctx context.Context, granted []quorum.Reply[node.Acquired]) error {
 	m := l.mutex
-	need := m.settings.quorumOf(len(m.client.nodes))
+	need := m.settings.QuorumOf(len(m.client.nodes))
 	fences := votedFences(granted)
 	if len(fences) < need {
 		var err error
@@ -46,10 +47,10 @@ func votedFences(granted []quorum.Reply[node.Acquired]) []node.Fence {
 // starts after the grant.
 func (l *lease) readFences(ctx context.Context) ([]node.Fence, error) {
 	m, c := l.mutex, l.mutex.client
-	need := m.settings.quorumOf(len(c.nodes))
-	reads := quorum.Start(ctx, m.settings.roundTimeout(), len(c.nodes), need, &c.background,
+	need := m.settings.QuorumOf(len(c.nodes))
+	reads := quorum.Start(ctx, m.settings.RoundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Fence] {
-			fence, err := c.nodes[i].ReadFence(ctx, m.keys.node())
+			fence, err := c.nodes[i].ReadFence(ctx, m.keys.Node())
 			if err != nil {
 				return quorum.Reply[node.Fence]{Vote: quorum.Failed, Err: err}
 			}
@@ -58,9 +59,9 @@ func (l *lease) readFences(ctx context.Context) ([]node.Fence, error) {
 	read := reads.Wait(ctx)
 	v := verdictOf(m, read.Replies, need)
 	if err := v.err(nil); err != nil {
-		err = fmt.Errorf("%w: fencing counters not read: %w", ErrNotAcquired, err)
+		err = fmt.Errorf("%w: fencing counters not read: %w", core.ErrNotAcquired, err)
 		if count, stopped := v.conflicts(); stopped {
-			return nil, &stopError{fmt.Errorf("%w (%w on %d of %d nodes: remove the key or use another key prefix)", err, ErrKeyConflict, count, v.n)}
+			return nil, &stopError{fmt.Errorf("%w (%w on %d of %d nodes: remove the key or use another key prefix)", err, core.ErrKeyConflict, count, v.n)}
 		}
 		return nil, err
 	}
@@ -77,7 +78,7 @@ func (l *lease) readFences(ctx context.Context) ([]node.Fence, error) {
 // lease's hold holds the lock there (refused otherwise).
 func (l *lease) raiseHeld(ctx context.Context, i int, token uint64) quorum.Reply[uint64] {
 	m := l.mutex
-	value, held, err := m.client.nodes[i].RaiseHeldFence(ctx, m.keys.node(), l.hold, token)
+	value, held, err := m.client.nodes[i].RaiseHeldFence(ctx, m.keys.Node(), l.hold, token)
 	switch {
 	case err != nil:
 		return quorum.Reply[uint64]{Vote: quorum.Failed, Err: err}
@@ -91,23 +92,23 @@ func (l *lease) raiseHeld(ctx context.Context, i int, token uint64) quorum.Reply
 // accept it within the lease's validity window.
 func (l *lease) writeBack(ctx context.Context, fences []node.Fence) error {
 	m, c := l.mutex, l.mutex.client
-	need := m.settings.quorumOf(len(c.nodes))
+	need := m.settings.QuorumOf(len(c.nodes))
 	token, err := nextToken(fences)
 	if err != nil {
 		return err
 	}
 	l.token = token
-	writes := quorum.Start(ctx, m.settings.roundTimeout(), len(c.nodes), need, &c.background,
+	writes := quorum.Start(ctx, m.settings.RoundTimeout(), len(c.nodes), need, &c.background,
 		func(ctx context.Context, i int) quorum.Reply[uint64] { return l.raiseHeld(ctx, i, token) })
 	written := writes.Wait(ctx)
 	gone := func(v verdict) error {
 		return fmt.Errorf("this lease no longer held the lock on %d of %d nodes", v.refused, v.n)
 	}
 	if err := verdictOf(m, written.Replies, need).err(gone); err != nil {
-		return fmt.Errorf("%w: fencing token %d not confirmed: %w", ErrNotAcquired, token, err)
+		return fmt.Errorf("%w: fencing token %d not confirmed: %w", core.ErrNotAcquired, token, err)
 	}
 	if !time.Now().Before(l.Until()) {
-		return fmt.Errorf("%w: fencing token %d confirmed after the validity window ended", ErrNotAcquired, token)
+		return fmt.Errorf("%w: fencing token %d confirmed after the validity window ended", core.ErrNotAcquired, token)
 	}
 	return nil
 }
@@ -118,7 +119,7 @@ func nextToken(fences []node.Fence) (uint64, error) {
 	var token uint64
 	for _, fence := range fences {
 		if fence.Counter >= node.MaxToken {
-			return 0, fmt.Errorf("%w: fencing counter %d is at its limit", ErrNotAcquired, fence.Counter)
+			return 0, fmt.Errorf("%w: fencing counter %d is at its limit", core.ErrNotAcquired, fence.Counter)
 		}
 		token = max(token, fence.Counter+1)
 		if micros := fence.Clock.UnixMicro(); micros > 0 {

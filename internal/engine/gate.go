@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"sync"
+
+	"github.com/quorumlock/redlock/internal/core"
 )
 
 // gates queue, within one Client, the owners that contend for one lock:
@@ -63,7 +65,7 @@ func (g *gates) enter(ctx context.Context, closed <-chan struct{}, lock, owner s
 	case <-ctx.Done():
 		err = ctx.Err()
 	case <-closed:
-		err = ErrClosed
+		err = core.ErrClosed
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -118,4 +120,4 @@ func (g *gates) leaveLocked(lock string) {
 }
 
 // errGateBusy: another owner of this Client is acquiring or holding the lock.
-var errGateBusy = ErrNotAcquired
+var errGateBusy = core.ErrNotAcquired

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/quorumlock/redlock/internal/core"
 )
 
 func TestGates_fifoAndReentry(t *testing.T) {
@@ -18,8 +20,8 @@ func TestGates_fifoAndReentry(t *testing.T) {
 	if err := g.enter(ctx, never, "L", "a", false); err != nil {
 		t.Fatalf("the owner at the head must pass again (reentrancy): %v", err)
 	}
-	if err := g.enter(ctx, never, "L", "b", false); !errors.Is(err, ErrNotAcquired) {
-		t.Fatalf("another owner without waiting: %v, want ErrNotAcquired", err)
+	if err := g.enter(ctx, never, "L", "b", false); !errors.Is(err, core.ErrNotAcquired) {
+		t.Fatalf("another owner without waiting: %v, want core.ErrNotAcquired", err)
 	}
 	var order []string
 	var mu sync.Mutex
@@ -74,7 +76,7 @@ func TestGates_cancelledWaiterPassesTheTurnOn(t *testing.T) {
 	}
 	closed := make(chan struct{})
 	close(closed)
-	if err := g.enter(context.Background(), closed, "L", "d", true); !errors.Is(err, ErrClosed) {
-		t.Fatalf("waiter of a closed client: %v, want ErrClosed", err)
+	if err := g.enter(context.Background(), closed, "L", "d", true); !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("waiter of a closed client: %v, want core.ErrClosed", err)
 	}
 }

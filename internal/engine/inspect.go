@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/reentrant"
@@ -66,14 +67,14 @@ type NodeInfo struct {
 func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 	info := LockInfo{Name: name}
 	if ctx == nil {
-		return info, fmt.Errorf("%w: nil context", ErrConfig)
+		return info, fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	m := c.Mutex(name)
 	if m.err != nil {
 		return info, m.err
 	}
 	if !c.begin() {
-		return info, ErrClosed
+		return info, core.ErrClosed
 	}
 	defer c.end()
 	return m.inspect(ctx)
@@ -83,7 +84,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 	c := m.client
 	info := LockInfo{Name: m.name, Nodes: make([]NodeInfo, len(c.nodes))}
-	keys := m.keys.node()
+	keys := m.keys.Node()
 	m.eachNode(ctx, make([]error, len(c.nodes)), func(ctx context.Context, i int, n *node.Node) error {
 		view, err := n.Inspect(ctx, keys)
 		info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Err: err}
@@ -93,7 +94,7 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 		}
 		return err
 	})
-	need := m.settings.quorumOf(len(c.nodes))
+	need := m.settings.QuorumOf(len(c.nodes))
 	answered, holders := 0, make(map[string]int)
 	var nodeErrs []error
 	for _, n := range info.Nodes {
@@ -110,7 +111,7 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 	}
 	if answered < need {
 		return info, verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
-			ErrNoQuorum, answered, len(c.nodes), need))
+			core.ErrNoQuorum, answered, len(c.nodes), need))
 	}
 	for owner, count := range holders {
 		if count >= need {
@@ -153,17 +154,17 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 // See docs/features.md, "ForceUnlock: what the old holder sees".
 func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrConfig)
+		return fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	m := c.Mutex(name)
 	if m.err != nil {
 		return m.err
 	}
 	if !c.begin() {
-		return ErrClosed
+		return core.ErrClosed
 	}
 	defer c.end()
-	keys, notice := m.keys.node(), reentrant.NewID()
+	keys, notice := m.keys.Node(), reentrant.NewID()
 	tombstone := time.Duration(c.longest.Load())
 	forced := make([]node.Forced, len(c.nodes))
 	errs := make([]error, len(c.nodes))
@@ -197,13 +198,13 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 			nodeErrs = append(nodeErrs, c.nodeError(&m.settings, i, err))
 		}
 	}
-	m.settings.logger.Warn("redlock: lock force-unlocked", "lock", name, "holds", removed,
+	m.settings.Logger.Warn("redlock: lock force-unlocked", "lock", name, "holds", removed,
 		"nodes", len(c.nodes)-len(nodeErrs), "of", len(c.nodes))
-	need := m.settings.quorumOf(len(c.nodes))
+	need := m.settings.QuorumOf(len(c.nodes))
 	switch answered := len(c.nodes) - len(nodeErrs); {
 	case answered < need:
 		return verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: ForceUnlock reached %d of %d nodes, %d needed",
-			ErrNoQuorum, answered, len(c.nodes), need))
+			core.ErrNoQuorum, answered, len(c.nodes), need))
 	case len(nodeErrs) > 0:
 		return verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("redlock: ForceUnlock reached %d of %d nodes", answered, len(c.nodes)))
 	}
@@ -227,7 +228,7 @@ func (m *Mutex) eachNode(ctx context.Context, errs []error, fn func(ctx context.
 			live = append(live, i)
 		}
 	}
-	quorum.Each(ctx, live, m.settings.roundTimeout(), func(ctx context.Context, i int) {
+	quorum.Each(ctx, live, m.settings.RoundTimeout(), func(ctx context.Context, i int) {
 		errs[i] = fn(ctx, i, m.client.nodes[i])
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -83,10 +84,10 @@ func (l *Lease) Owner() string { return l.held.Owner() }
 // Multi lease unlocks every part, in reverse lock order.
 func (l *Lease) Unlock(ctx context.Context) error {
 	if l == nil || l.held == nil {
-		return fmt.Errorf("%w: Unlock of a nil Lease", ErrConfig)
+		return fmt.Errorf("%w: Unlock of a nil Lease", core.ErrConfig)
 	}
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrConfig)
+		return fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	return l.held.Unlock(ctx)
 }
@@ -100,10 +101,10 @@ func (l *Lease) Unlock(ctx context.Context) error {
 // every part.
 func (l *Lease) Extend(ctx context.Context) error {
 	if l == nil || l.held == nil {
-		return fmt.Errorf("%w: Extend of a nil Lease", ErrConfig)
+		return fmt.Errorf("%w: Extend of a nil Lease", core.ErrConfig)
 	}
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrConfig)
+		return fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	return l.held.Extend(ctx)
 }
@@ -164,7 +165,7 @@ func newLease(parent context.Context, m *Mutex, owner, hold string, start, until
 	l.mu.Lock()
 	l.expiry = time.AfterFunc(time.Until(until), l.expire)
 	l.mu.Unlock()
-	if m.settings.watchdog {
+	if m.settings.Watchdog {
 		m.client.watchdog.add(l)
 	}
 	return l
@@ -190,10 +191,10 @@ func (l *lease) Owner() string { return l.owner }
 
 func (l *lease) Unlock(ctx context.Context) error {
 	if !l.mutex.client.begin() {
-		return ErrClosed // Close released it already
+		return core.ErrClosed // Close released it already
 	}
 	defer l.mutex.client.end()
-	return l.release(ctx, ErrReleased, false)
+	return l.release(ctx, core.ErrReleased, false)
 }
 
 // release ends the lease with cause and removes the hold from every node.
@@ -230,8 +231,8 @@ func (l *lease) release(ctx context.Context, cause error, complete bool) error {
 		// rather than after the nodes' notices come back.
 		c.hub.Wake(m.queue.Channel, l.hold+" "+next)
 	}
-	if hook := m.settings.observer.Released; hook != nil {
-		hook(ReleasedEvent{Name: m.name, Held: started.Sub(l.acquired), Err: err})
+	if hook := m.settings.Observer.Released; hook != nil {
+		hook(core.ReleasedEvent{Name: m.name, Held: started.Sub(l.acquired), Err: err})
 	}
 	return err
 }
@@ -242,10 +243,10 @@ func (l *lease) markReleased(cause error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
-		if errors.Is(l.err, ErrClosed) {
-			return ErrClosed
+		if errors.Is(l.err, core.ErrClosed) {
+			return core.ErrClosed
 		}
-		return ErrReleased
+		return core.ErrReleased
 	}
 	l.released = true
 	l.expiry.Stop()
@@ -283,7 +284,7 @@ func (l *lease) releaseRound(ctx context.Context, head *nextHead) *quorum.Round[
 	l.mu.Lock()
 	unsure, unreached := slices.Clone(l.unsure), slices.Clone(l.unreached)
 	l.mu.Unlock()
-	return quorum.Start(context.WithoutCancel(ctx), m.settings.roundTimeout(), len(c.nodes), m.need(), &c.background,
+	return quorum.Start(context.WithoutCancel(ctx), m.settings.RoundTimeout(), len(c.nodes), m.need(), &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Released] {
 			if unreached[i] {
 				// Nothing to release, and no answer to count.
@@ -313,12 +314,12 @@ func (l *lease) releaseRound(ctx context.Context, head *nextHead) *quorum.Round[
 
 func (l *lease) releaseResult(tally quorum.Tally[node.Released], need int) error {
 	return verdictOf(l.mutex, tally.Replies, need).err(func(v verdict) error {
-		return fmt.Errorf("%w: hold found on %d of %d nodes", ErrNotHeld, v.yes, v.n)
+		return fmt.Errorf("%w: hold found on %d of %d nodes", core.ErrNotHeld, v.yes, v.n)
 	})
 }
 
 func (l *lease) leaveGate() {
-	l.gateOnce.Do(func() { l.mutex.client.gates.leave(l.mutex.keys.lock) })
+	l.gateOnce.Do(func() { l.mutex.client.gates.leave(l.mutex.keys.Lock) })
 }
 
 // settle records which nodes failed the winning round's acquire without
@@ -384,7 +385,7 @@ func (l *lease) expire() {
 		return
 	}
 	l.mu.Unlock()
-	l.lose(ErrLost)
+	l.lose(core.ErrLost)
 }
 
 // lose ends a lease that is still held with cause (which matches ErrLost):
@@ -403,8 +404,8 @@ func (l *lease) lose(cause error) {
 	l.mutex.client.watchdog.remove(l)
 	l.leaveGate()
 	s := &l.mutex.settings
-	s.logger.Warn("redlock: lease lost", "lock", l.mutex.name, "owner", l.owner, "err", cause)
-	if hook := s.observer.Lost; hook != nil {
-		hook(LostEvent{Name: l.mutex.name, Err: cause})
+	s.Logger.Warn("redlock: lease lost", "lock", l.mutex.name, "owner", l.owner, "err", cause)
+	if hook := s.Observer.Lost; hook != nil {
+		hook(core.LostEvent{Name: l.mutex.name, Err: cause})
 	}
 }

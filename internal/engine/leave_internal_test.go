@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
@@ -31,7 +32,7 @@ func newNode2Rig(t *testing.T, name string) *node2Rig {
 	cluster := redistest.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
-	c, err := New(cluster.Clients(t), WithQueueTimeout(time.Minute))
+	c, err := New(cluster.Clients(t), core.WithQueueTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +193,7 @@ func TestLease_lateRefusalPassesOnOnlyItsOwnHanding(t *testing.T) {
 	if n, _ := admin.Exists(ctx, key).Result(); n != 0 {
 		t.Fatalf("a lock handed naming the lease's hold after the late refusal: still there (%q)", handing())
 	}
-	if err := held.Unlock(ctx); err != nil && !errors.Is(err, ErrNotHeld) {
+	if err := held.Unlock(ctx); err != nil && !errors.Is(err, core.ErrNotHeld) {
 		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/fair"
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/reentrant"
@@ -56,14 +57,14 @@ type mode interface {
 func newMode(m *Mutex, read bool) (mode, *fair.Queue) {
 	c := m.client
 	q := &fair.Queue{
-		Nodes: c.nodes, Keys: m.keys.node(), Channel: m.keys.channel + ":" + c.tag, Fair: m.settings.fair,
-		TTL: m.settings.ttl, QueueTimeout: m.settings.queueTimeout, NodeTimeout: m.settings.nodeTimeout,
+		Nodes: c.nodes, Keys: m.keys.Node(), Channel: m.keys.Channel + ":" + c.tag, Fair: m.settings.Fair,
+		TTL: m.settings.TTL, QueueTimeout: m.settings.QueueTimeout, NodeTimeout: m.settings.NodeTimeout,
 		OnError:    func(i int, err error) { c.nodeError(&m.settings, i, err) },
 		Background: &c.background,
 	}
 	w := waiters{m: m, queue: q}
 	if read {
-		return readMode{m: m, channel: m.keys.lock + readersChannel}, q
+		return readMode{m: m, channel: m.keys.Lock + readersChannel}, q
 	}
 	if q.Fair {
 		return fairMode{w}, q
@@ -128,7 +129,7 @@ func (w waiters) leaveQueue(ctx context.Context, k *call, lease *lease) {
 	}
 	h.expectLeave(lease.hold, queued)
 	w.m.client.background.Go(func() {
-		h.settle(lease.hold, max(handoffGrace, w.m.settings.nodeTimeout), w.m.client.done)
+		h.settle(lease.hold, max(handoffGrace, w.m.settings.NodeTimeout), w.m.client.done)
 		k.unwatch()
 		if rest := h.takeLeave(lease.hold); len(rest) > 0 {
 			w.queue.Leave(context.WithoutCancel(ctx), rest, k.owner, k.id)
@@ -156,9 +157,9 @@ func (w waiters) owner(ctx context.Context) (string, bool, error) {
 	owner, explicit := reentrant.Owner(ctx)
 	switch {
 	case explicit && owner == "":
-		return "", false, fmt.Errorf("%w: empty owner in context", ErrConfig)
+		return "", false, fmt.Errorf("%w: empty owner in context", core.ErrConfig)
 	case explicit && owner == node.Readers:
-		return "", false, fmt.Errorf("%w: the owner %q is kept for the read holds of an RWMutex", ErrConfig, owner)
+		return "", false, fmt.Errorf("%w: the owner %q is kept for the read holds of an RWMutex", core.ErrConfig, owner)
 	case !explicit:
 		return reentrant.NewID(), true, nil
 	}
@@ -169,7 +170,7 @@ func (w waiters) owner(ctx context.Context) (string, bool, error) {
 // its attempt's start, so without the watchdog it must not be shorter
 // than the TTL the caller asked for.
 func (w waiters) adopts() bool {
-	return w.m.settings.watchdog || w.queue.Span() >= w.m.settings.ttl
+	return w.m.settings.Watchdog || w.queue.Span() >= w.m.settings.TTL
 }
 
 // holdContext: the lease's Context carries its owner, so Lock re-enters.
@@ -201,14 +202,14 @@ type plainMode struct{ waiters }
 
 func (p plainMode) enter(ctx context.Context, k *call) error {
 	m, c := p.m, p.m.client
-	if err := c.gates.enter(ctx, c.done, m.keys.lock, k.owner, k.wait); err != nil {
+	if err := c.gates.enter(ctx, c.done, m.keys.Lock, k.owner, k.wait); err != nil {
 		switch {
-		case errors.Is(err, ErrClosed):
-			return ErrClosed
+		case errors.Is(err, core.ErrClosed):
+			return core.ErrClosed
 		case ctx.Err() != nil:
 			return gaveUp(ctx, nil)
 		}
-		return fmt.Errorf("%w: another owner of this client holds it or is acquiring it", ErrNotAcquired)
+		return fmt.Errorf("%w: another owner of this client holds it or is acquiring it", core.ErrNotAcquired)
 	}
 	k.gated = true
 	if k.wait {
@@ -223,7 +224,7 @@ func (p plainMode) enter(ctx context.Context, k *call) error {
 // acquire: a TryLock does not queue (it will not wait for a handoff).
 func (p plainMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
 	if !k.wait {
-		return p.m.client.nodes[i].Acquire(ctx, order, p.m.keys.node(), k.owner, hold, p.m.settings.ttl)
+		return p.m.client.nodes[i].Acquire(ctx, order, p.m.keys.Node(), k.owner, hold, p.m.settings.TTL)
 	}
 	return p.queue.Acquire(ctx, order, i, k.owner, hold, k.ticket)
 }
@@ -244,7 +245,7 @@ func (p plainMode) finish(ctx context.Context, k *call, lease *lease) {
 		p.leaveQueue(ctx, k, lease)
 	}
 	if k.gated && lease == nil {
-		p.m.client.gates.leave(p.m.keys.lock)
+		p.m.client.gates.leave(p.m.keys.Lock)
 	}
 }
 
@@ -313,11 +314,11 @@ func (r readMode) enter(ctx context.Context, k *call) error {
 // subscribe starts waking k on every notice of the readers' channel.
 func (r readMode) subscribe(k *call) {
 	c := r.m.client
-	k.watcher = c.hub.Subscribe(r.channel, r.m.settings.quorumOf(len(c.nodes)), func(string) bool { return true }, nil)
+	k.watcher = c.hub.Subscribe(r.channel, r.m.settings.QuorumOf(len(c.nodes)), func(string) bool { return true }, nil)
 }
 
 func (r readMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
-	return r.m.client.nodes[i].AcquireRead(ctx, order, r.m.keys.node(), hold, r.m.settings.ttl, k.nested)
+	return r.m.client.nodes[i].AcquireRead(ctx, order, r.m.keys.Node(), hold, r.m.settings.TTL, k.nested)
 }
 
 func (r readMode) undo(ctx context.Context, i int, k *call, hold string) error {
@@ -339,7 +340,7 @@ func (readMode) releasing(*call, string) {} // readers take no lease from notice
 // apart by their hold ids.
 func (readMode) owner(ctx context.Context) (string, bool, error) {
 	if owner, explicit := reentrant.Owner(ctx); explicit && owner == "" {
-		return "", false, fmt.Errorf("%w: empty owner in context", ErrConfig)
+		return "", false, fmt.Errorf("%w: empty owner in context", core.ErrConfig)
 	}
 	return node.Readers, false, nil
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/reentrant"
 )
 
@@ -29,25 +30,25 @@ type MultiMutex struct {
 func Multi(mutexes ...*Mutex) *MultiMutex {
 	mm := &MultiMutex{parts: slices.Clone(mutexes)}
 	if len(mutexes) == 0 {
-		mm.err = fmt.Errorf("%w: Multi of no mutexes", ErrConfig)
+		mm.err = fmt.Errorf("%w: Multi of no mutexes", core.ErrConfig)
 		return mm
 	}
 	for i, m := range mutexes {
 		if m == nil {
-			mm.err = fmt.Errorf("%w: Multi: mutex %d is nil", ErrConfig, i)
+			mm.err = fmt.Errorf("%w: Multi: mutex %d is nil", core.ErrConfig, i)
 			return mm
 		}
 	}
 	slices.SortStableFunc(mm.parts, func(a, b *Mutex) int {
-		if n := strings.Compare(a.keys.lock, b.keys.lock); n != 0 {
+		if n := strings.Compare(a.keys.Lock, b.keys.Lock); n != 0 {
 			return n
 		}
 		return strings.Compare(a.client.nodeAddrs(), b.client.nodeAddrs())
 	})
 	for i := 1; i < len(mm.parts); i++ {
 		a, b := mm.parts[i-1], mm.parts[i]
-		if a.client == b.client && a.keys.lock == b.keys.lock {
-			mm.err = fmt.Errorf("%w: Multi: lock %q listed twice", ErrConfig, a.name)
+		if a.client == b.client && a.keys.Lock == b.keys.Lock {
+			mm.err = fmt.Errorf("%w: Multi: lock %q listed twice", core.ErrConfig, a.name)
 			return mm
 		}
 	}
@@ -78,7 +79,7 @@ func (mm *MultiMutex) acquire(ctx context.Context, take func(*Mutex, context.Con
 		return nil, mm.err
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrConfig)
+		return nil, fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	owner, ok := reentrant.Owner(ctx)
 	if !ok {
@@ -113,7 +114,7 @@ func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Con
 	parts := make([]*lease, 0, len(mm.parts))
 	releaseAll := func() {
 		for _, taken := range slices.Backward(parts) {
-			_ = taken.release(context.WithoutCancel(ctx), ErrReleased, true)
+			_ = taken.release(context.WithoutCancel(ctx), core.ErrReleased, true)
 		}
 	}
 	for _, m := range mm.parts {
@@ -138,11 +139,11 @@ func ranOut(parts []*lease, last string) error {
 	for _, part := range parts {
 		if until := part.Until(); !now.Before(until) {
 			return fmt.Errorf("redlock: Multi: %s: %w: %w %v before %s was taken",
-				part.mutex.name, ErrNotAcquired, errPartRanOut, now.Sub(until).Round(time.Millisecond), last)
+				part.mutex.name, core.ErrNotAcquired, errPartRanOut, now.Sub(until).Round(time.Millisecond), last)
 		}
 		if err := part.Err(); err != nil {
 			return fmt.Errorf("redlock: Multi: %s: %w: %w (%v) before %s was taken",
-				part.mutex.name, ErrNotAcquired, errPartRanOut, err, last)
+				part.mutex.name, core.ErrNotAcquired, errPartRanOut, err, last)
 		}
 	}
 	return nil
@@ -182,7 +183,7 @@ func (l *multiLease) Err() error {
 	released := l.released
 	l.mu.Unlock()
 	if released {
-		return ErrReleased
+		return core.ErrReleased
 	}
 	for _, part := range l.parts {
 		if err := part.Err(); err != nil {
@@ -207,7 +208,7 @@ func (l *multiLease) Unlock(ctx context.Context) error {
 	l.mu.Lock()
 	if l.released {
 		l.mu.Unlock()
-		return ErrReleased
+		return core.ErrReleased
 	}
 	l.released = true
 	l.mu.Unlock()
@@ -220,8 +221,8 @@ func (l *multiLease) Unlock(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("redlock: Multi: %s: %w", part.mutex.name, err))
 		}
 	}
-	l.cancel(ErrReleased)
-	return joinErrors(errs...)
+	l.cancel(core.ErrReleased)
+	return core.JoinErrors(errs...)
 }
 
 func (l *multiLease) Extend(ctx context.Context) error {
@@ -234,5 +235,5 @@ func (l *multiLease) Extend(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("redlock: Multi: %s: %w", part.mutex.name, err))
 		}
 	}
-	return joinErrors(errs...)
+	return core.JoinErrors(errs...)
 }

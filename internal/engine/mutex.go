@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/fair"
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/pubsub"
 	"github.com/quorumlock/redlock/quorum"
@@ -21,8 +22,8 @@ import (
 type Mutex struct {
 	client   *Client
 	name     string
-	settings settings
-	keys     keys
+	settings core.Settings
+	keys     core.Keys
 	mode     mode        // plain, fair, or an RWMutex's read side
 	queue    *fair.Queue // the waiters on the nodes
 	err      error       // invalid configuration, reported by Lock and TryLock
@@ -68,9 +69,9 @@ func gaveUp(ctx context.Context, last error) error {
 		reason = fmt.Errorf("%w (%w)", reason, cause)
 	}
 	if last == nil {
-		return fmt.Errorf("%w: %w", ErrNotAcquired, reason)
+		return fmt.Errorf("%w: %w", core.ErrNotAcquired, reason)
 	}
-	return fmt.Errorf("%w: %w (last attempt: %w)", ErrNotAcquired, reason, last)
+	return fmt.Errorf("%w: %w (last attempt: %w)", core.ErrNotAcquired, reason, last)
 }
 
 // call is the state of one Lock or TryLock call.
@@ -123,11 +124,11 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 		return nil, m.err
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrConfig)
+		return nil, fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	c := m.client
 	if !c.begin() {
-		return nil, ErrClosed
+		return nil, core.ErrClosed
 	}
 	defer c.end()
 	began := time.Now()
@@ -192,7 +193,7 @@ func (m *Mutex) newCall(ctx context.Context, wait bool) (*call, error) {
 		// (WithOwner) both write its place on the nodes, so a notice
 		// naming one call's attempt says nothing of what the other sent
 		// (its claim, and the undo of that claim, could free the lock).
-		k.handoff = newHandoff(len(m.client.nodes), m.settings.quorumOf(len(m.client.nodes)))
+		k.handoff = newHandoff(len(m.client.nodes), m.settings.QuorumOf(len(m.client.nodes)))
 	}
 	return k, nil
 }
@@ -204,11 +205,11 @@ func (m *Mutex) won(ctx context.Context, k *call, lease *lease, votes int, began
 	cancelled := ctx.Err() != nil
 	k.finish(ctx, lease)
 	if cancelled {
-		_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
+		_ = lease.release(context.WithoutCancel(ctx), core.ErrReleased, true)
 		return nil, gaveUp(ctx, last)
 	}
 	if err := m.client.track(lease); err != nil {
-		_ = lease.release(context.WithoutCancel(ctx), ErrClosed, true)
+		_ = lease.release(context.WithoutCancel(ctx), core.ErrClosed, true)
 		return nil, err
 	}
 	m.observeAcquired(lease, time.Since(began), votes)
@@ -220,7 +221,7 @@ func (m *Mutex) won(ctx context.Context, k *call, lease *lease, votes int, began
 // quorum quarantined past the deadline); nil when the call waits on.
 func (k *call) ends(ctx context.Context, o outcome) error {
 	var stop *stopError
-	if !k.wait || errors.Is(o.err, ErrConfig) || errors.As(o.err, &stop) {
+	if !k.wait || errors.Is(o.err, core.ErrConfig) || errors.As(o.err, &stop) {
 		k.finish(ctx, nil)
 		return o.err
 	}
@@ -269,7 +270,7 @@ func (k *call) sleep(ctx context.Context, delay time.Duration, last error) error
 		return gaveUp(ctx, last)
 	case <-k.m.client.done:
 		k.finish(ctx, nil)
-		return ErrClosed
+		return core.ErrClosed
 	}
 	return nil
 }
@@ -341,7 +342,12 @@ func (k *call) unwatch() {
 }
 
 func (m *Mutex) observeAcquired(lease *lease, wait time.Duration, votes int) {
-	if hook := m.settings.observer.Acquired; hook != nil {
-		hook(AcquiredEvent{Name: m.name, Owner: lease.owner, Wait: wait, Votes: votes})
+	if hook := m.settings.Observer.Acquired; hook != nil {
+		hook(core.AcquiredEvent{Name: m.name, Owner: lease.owner, Wait: wait, Votes: votes})
 	}
 }
+
+// stopError is an attempt's error after which Lock does not try again.
+type stopError struct{ error }
+
+func (e *stopError) Unwrap() error { return e.error }

@@ -8,30 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
-
-// QuarantineEvent reports a node that does not vote: it lost its data (or
-// is new) less than the restart guard ago (see WithRestartGuard), or its
-// clock was found to run fast (see WithClockCheck). It is reported once per
-// data loss, or run of clock findings, and node, by the first call that
-// met the refusal.
-type QuarantineEvent struct {
-	Node   int
-	Addr   string
-	Reason error // matches ErrQuarantined; a *node.Quarantine or a *node.ClockQuarantine says why
-	// Until is when the node votes again: on its own clock after a data
-	// loss, on this process's clock (and only if no further finding
-	// comes) after a fast clock.
-	Until time.Time
-}
-
-// ErrQuarantined matches a node's refusal to vote after it lost its data,
-// and an answer not counted because the node's clock runs fast:
-// errors.Is(err, ErrQuarantined) on a *NodeError, or on ErrNoQuorum's
-// error when such a node was among the failing ones.
-var ErrQuarantined = node.ErrQuarantined
 
 // quarantines remembers, per node and kind, the last quarantine reported,
 // so that a node is reported once per loss or run of clock findings, not
@@ -48,7 +28,7 @@ type quarantineKey struct {
 
 // sawQuarantine reports err to the observer and the log when it is a
 // node's first refusal for a new data loss or a new run of clock findings.
-func (c *Client) sawQuarantine(s *settings, index int, err error) {
+func (c *Client) sawQuarantine(s *core.Settings, index int, err error) {
 	var lost *node.Quarantine
 	var fast *node.ClockQuarantine
 	var key quarantineKey
@@ -73,28 +53,28 @@ func (c *Client) sawQuarantine(s *settings, index int, err error) {
 	}
 	addr := c.nodes[index].Addr()
 	if key.clock {
-		s.logger.Warn("redlock: node's clock runs fast: its answers do not count until it is back in bounds for a TTL",
+		s.Logger.Warn("redlock: node's clock runs fast: its answers do not count until it is back in bounds for a TTL",
 			"node", index, "addr", addr, "rate", fast.Rate, "since", since, "until", until)
 	} else {
-		s.logger.Warn("redlock: node may have forgotten a lease: it does not vote until the restart guard has passed",
+		s.Logger.Warn("redlock: node may have forgotten a lease: it does not vote until the restart guard has passed",
 			"node", index, "addr", addr, "why", lost.Why, "since", since, "until", until)
 	}
-	if hook := s.observer.Quarantined; hook != nil {
-		hook(QuarantineEvent{Node: index, Addr: addr, Reason: err, Until: until})
+	if hook := s.Observer.Quarantined; hook != nil {
+		hook(core.QuarantineEvent{Node: index, Addr: addr, Reason: err, Until: until})
 	}
 }
 
 // restartGuard is the guard of a Mutex with settings s (see
 // WithRestartGuard): as set, or the longest TTL this Client has used.
-func (c *Client) restartGuard(s settings) time.Duration {
+func (c *Client) restartGuard(s core.Settings) time.Duration {
 	for {
 		longest := c.longest.Load()
-		if int64(s.ttl) <= longest || c.longest.CompareAndSwap(longest, int64(s.ttl)) {
+		if int64(s.TTL) <= longest || c.longest.CompareAndSwap(longest, int64(s.TTL)) {
 			break
 		}
 	}
-	if s.guardSet {
-		return s.restartGuard
+	if s.GuardSet {
+		return s.RestartGuard
 	}
 	return time.Duration(c.longest.Load())
 }
@@ -134,7 +114,7 @@ func quarantinedPast(ctx context.Context, o outcome) error {
 	if !ok || o.votesAgain.IsZero() || !o.votesAgain.After(deadline) {
 		return nil
 	}
-	return fmt.Errorf("%w: no quorum of nodes votes before the deadline %s; the earliest at %s: %w", ErrNotAcquired,
+	return fmt.Errorf("%w: no quorum of nodes votes before the deadline %s; the earliest at %s: %w", core.ErrNotAcquired,
 		deadline.Format(time.RFC3339Nano), o.votesAgain.Format(time.RFC3339Nano), o.err)
 }
 
@@ -152,7 +132,7 @@ func telling(err, previous error) error {
 	if previous == nil || err == nil {
 		return err
 	}
-	var nodeErrs []*NodeError
+	var nodeErrs []*core.NodeError
 	collectNodeErrors(err, &nodeErrs)
 	cut := false
 	for _, ne := range nodeErrs {
@@ -170,9 +150,9 @@ func telling(err, previous error) error {
 }
 
 // collectNodeErrors appends every *NodeError in err's tree to into.
-func collectNodeErrors(err error, into *[]*NodeError) {
+func collectNodeErrors(err error, into *[]*core.NodeError) {
 	switch e := err.(type) {
-	case *NodeError:
+	case *core.NodeError:
 		*into = append(*into, e)
 	case interface{ Unwrap() []error }:
 		for _, inner := range e.Unwrap() {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -15,7 +16,7 @@ import (
 // that answered, failed otherwise or are out of quarantine as now.
 func TestVotesAgain(t *testing.T) {
 	quarantined := func(left time.Duration) quorum.Reply[node.Acquired] {
-		return quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: &NodeError{Err: &node.Quarantine{Left: left}}}
+		return quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: &core.NodeError{Err: &node.Quarantine{Left: left}}}
 	}
 	refused := quorum.Reply[node.Acquired]{Vote: quorum.No}
 	down := quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: node.ErrNotSent}
@@ -45,28 +46,28 @@ func TestVotesAgain(t *testing.T) {
 // nothing (every failing node cut short by the ctx).
 func TestTelling(t *testing.T) {
 	previous := errors.New("quarantined until later")
-	cut := joinErrors(fmt.Errorf("%w: 0 of 3", ErrNoQuorum),
-		&NodeError{Err: fmt.Errorf("%w: %w", node.ErrNotSent, context.DeadlineExceeded)},
-		&NodeError{Err: context.Canceled})
+	cut := core.JoinErrors(fmt.Errorf("%w: 0 of 3", core.ErrNoQuorum),
+		&core.NodeError{Err: fmt.Errorf("%w: %w", node.ErrNotSent, context.DeadlineExceeded)},
+		&core.NodeError{Err: context.Canceled})
 	if got := telling(cut, previous); got != previous {
 		t.Errorf("telling(cut short) = %v; want the previous error", got)
 	}
-	told := joinErrors(fmt.Errorf("%w: 0 of 2", ErrNoQuorum), &NodeError{Err: context.Canceled}, &NodeError{Err: &node.Quarantine{}})
+	told := core.JoinErrors(fmt.Errorf("%w: 0 of 2", core.ErrNoQuorum), &core.NodeError{Err: context.Canceled}, &core.NodeError{Err: &node.Quarantine{}})
 	if got := telling(told, previous); got != told {
 		t.Errorf("telling(with a quarantine) = %v; want it kept", got)
 	}
-	downToo := joinErrors(fmt.Errorf("%w: 0 of 3", ErrNoQuorum),
-		&NodeError{Err: fmt.Errorf("%w: %w", node.ErrNotSent, context.DeadlineExceeded)},
-		&NodeError{Err: fmt.Errorf("%w: the node did not answer its last 3 calls", node.ErrNotSent)})
+	downToo := core.JoinErrors(fmt.Errorf("%w: 0 of 3", core.ErrNoQuorum),
+		&core.NodeError{Err: fmt.Errorf("%w: %w", node.ErrNotSent, context.DeadlineExceeded)},
+		&core.NodeError{Err: fmt.Errorf("%w: the node did not answer its last 3 calls", node.ErrNotSent)})
 	if got := telling(downToo, previous); got != previous {
 		t.Errorf("telling(cut short, the rest down) = %v; want the previous error", got)
 	}
-	down := joinErrors(fmt.Errorf("%w: 1 of 3", ErrNoQuorum),
-		&NodeError{Err: fmt.Errorf("%w: the node did not answer its last 3 calls", node.ErrNotSent)})
+	down := core.JoinErrors(fmt.Errorf("%w: 1 of 3", core.ErrNoQuorum),
+		&core.NodeError{Err: fmt.Errorf("%w: the node did not answer its last 3 calls", node.ErrNotSent)})
 	if got := telling(down, previous); got != down {
 		t.Errorf("telling(not cut) = %v; want it kept", got)
 	}
-	if got := telling(ErrNotAcquired, previous); got != ErrNotAcquired {
+	if got := telling(core.ErrNotAcquired, previous); got != core.ErrNotAcquired {
 		t.Errorf("telling(no node errors) = %v; want it kept", got)
 	}
 	if got := telling(cut, nil); got != cut {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/fair"
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/pubsub"
 	"github.com/quorumlock/redlock/reentrant"
@@ -22,7 +23,7 @@ import (
 // still holds and stops its background work.
 type Client struct {
 	nodes    []*node.Node
-	defaults settings
+	defaults core.Settings
 	owned    []redis.UniversalClient // made by Dial; closed by Close
 	hub      *pubsub.Hub             // release notices → waiter wake-ups
 	gates    gates                   // local queue per lock: one contender per Client
@@ -58,24 +59,24 @@ type Client struct {
 // For each call to a node to be cut off at the node timeout, make the
 // clients with ContextTimeoutEnabled: true (Dial does); otherwise rounds
 // still end on time, but a stuck call lingers until the client's ReadTimeout.
-func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
+func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 	if len(nodes) == 0 {
-		return nil, fmt.Errorf("%w: no nodes", ErrConfig)
+		return nil, fmt.Errorf("%w: no nodes", core.ErrConfig)
 	}
-	defaults := defaultSettings().with(opts)
-	if err := defaults.validate(len(nodes)); err != nil {
+	defaults := core.DefaultSettings().With(opts)
+	if err := defaults.Validate(len(nodes)); err != nil {
 		return nil, err
 	}
 	c := &Client{defaults: defaults, leases: make(map[*lease]struct{}), done: make(chan struct{}), tag: reentrant.NewID()}
-	c.longest.Store(int64(defaults.ttl))
-	c.defaults.stretch = c.stretch
+	c.longest.Store(int64(defaults.TTL))
+	c.defaults.Stretch = c.stretch
 	for i, client := range nodes {
 		if isNil(client) {
-			return nil, fmt.Errorf("%w: node %d is a nil client", ErrConfig, i)
+			return nil, fmt.Errorf("%w: node %d is a nil client", core.ErrConfig, i)
 		}
 		c.nodes = append(c.nodes, node.New(i, addrOf(client), client))
 	}
-	c.hub = pubsub.New(nodes, defaults.nodeTimeout)
+	c.hub = pubsub.New(nodes, defaults.NodeTimeout)
 	c.health = newHealth(len(nodes))
 	c.watchdog = newWatchdog(c)
 	c.sweeper = newSweeper(c)
@@ -93,12 +94,12 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 // of four connections (pool_size in a URL overrides it), so go-redis logs
 // at most four failed dials per outage of a node. See docs/operations.md,
 // "Dial, your own clients, and go-redis's logs".
-func Dial(urls []string, opts ...Option) (*Client, error) {
+func Dial(urls []string, opts ...core.Option) (*Client, error) {
 	if len(urls) == 0 {
-		return nil, fmt.Errorf("%w: no nodes", ErrConfig)
+		return nil, fmt.Errorf("%w: no nodes", core.ErrConfig)
 	}
-	resolved := defaultSettings().with(opts)
-	timeout := resolved.nodeTimeout
+	resolved := core.DefaultSettings().With(opts)
+	timeout := resolved.NodeTimeout
 	clients := make([]redis.UniversalClient, 0, len(urls))
 	closeAll := func() {
 		for _, client := range clients {
@@ -110,11 +111,11 @@ func Dial(urls []string, opts ...Option) (*Client, error) {
 		if err != nil {
 			closeAll()
 			// The URL itself is not echoed: it may carry a password.
-			return nil, fmt.Errorf("%w: node %d: %v", ErrConfig, i, redactURLError(err, url))
+			return nil, fmt.Errorf("%w: node %d: %v", core.ErrConfig, i, redactURLError(err, url))
 		}
-		if options.TLSConfig != nil && resolved.tls != nil {
+		if options.TLSConfig != nil && resolved.TLS != nil {
 			serverName := options.TLSConfig.ServerName
-			options.TLSConfig = resolved.tls.Clone()
+			options.TLSConfig = resolved.TLS.Clone()
 			if options.TLSConfig.ServerName == "" {
 				options.TLSConfig.ServerName = serverName
 			}
@@ -166,7 +167,7 @@ func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return ErrClosed
+		return core.ErrClosed
 	}
 	c.closed = true
 	close(c.done)
@@ -210,7 +211,7 @@ func (c *Client) Close() error {
 		}
 	}
 	<-idle
-	return joinErrors(errs...)
+	return core.JoinErrors(errs...)
 }
 
 // releaseAll releases every lease still tracked, closeParallelism at a
@@ -226,7 +227,7 @@ func (c *Client) releaseAll() {
 	releases.SetLimit(closeParallelism)
 	for _, lease := range leases {
 		releases.Go(func() error {
-			_ = lease.release(context.Background(), ErrClosed, true)
+			_ = lease.release(context.Background(), core.ErrClosed, true)
 			return nil
 		})
 	}
@@ -237,21 +238,21 @@ func (c *Client) releaseAll() {
 // use; options override the Client's defaults for this mutex. Invalid input
 // (an empty name, a bad option) is reported by Lock and TryLock as
 // ErrConfig.
-func (c *Client) Mutex(name string, opts ...Option) *Mutex {
+func (c *Client) Mutex(name string, opts ...core.Option) *Mutex {
 	return c.newMutex(name, opts, false, nil)
 }
 
 // newMutex builds a Mutex, the read side of an RWMutex with read; setup,
 // when not nil, adjusts it before its mode and queue are made from it.
-func (c *Client) newMutex(name string, opts []Option, read bool, setup func(*Mutex)) *Mutex {
-	m := &Mutex{client: c, name: name, settings: c.defaults.with(opts)}
-	m.err = m.settings.validate(len(c.nodes))
+func (c *Client) newMutex(name string, opts []core.Option, read bool, setup func(*Mutex)) *Mutex {
+	m := &Mutex{client: c, name: name, settings: c.defaults.With(opts)}
+	m.err = m.settings.Validate(len(c.nodes))
 	if name == "" {
-		m.err = fmt.Errorf("%w: empty lock name", ErrConfig)
+		m.err = fmt.Errorf("%w: empty lock name", core.ErrConfig)
 	}
-	m.keys = keysFor(m.settings.keyPrefix, name, c.restartGuard(m.settings))
-	m.keys.clock = m.settings.clockCheck()
-	m.keys.fenced = m.settings.fencing
+	m.keys = core.KeysFor(m.settings.KeyPrefix, name, c.restartGuard(m.settings))
+	m.keys.Clock = m.settings.ClockCheck()
+	m.keys.Fenced = m.settings.Fencing
 	if setup != nil {
 		setup(m)
 	}
@@ -273,7 +274,7 @@ func (c *Client) track(lease *lease) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
-		return ErrClosed
+		return core.ErrClosed
 	}
 	c.leases[lease] = struct{}{}
 	return nil
@@ -300,49 +301,16 @@ func (c *Client) begin() bool {
 func (c *Client) end() { c.calls.Done() }
 
 // nodeError wraps a node's failure and tells the observer.
-func (c *Client) nodeError(s *settings, index int, err error) *NodeError {
-	nodeErr := &NodeError{Node: index, Addr: c.nodes[index].Addr(), Err: err}
+func (c *Client) nodeError(s *core.Settings, index int, err error) *core.NodeError {
+	nodeErr := &core.NodeError{Node: index, Addr: c.nodes[index].Addr(), Err: err}
 	c.sawQuarantine(s, index, err)
 	// Debug: while a node is down every round reports it; the round's
 	// outcome (no quorum, a lost lease) is what deserves a warning.
-	s.logger.Debug("redlock: node error", "node", index, "addr", nodeErr.Addr, "err", err)
-	if s.observer.NodeError != nil {
-		s.observer.NodeError(nodeErr)
+	s.Logger.Debug("redlock: node error", "node", index, "addr", nodeErr.Addr, "err", err)
+	if s.Observer.NodeError != nil {
+		s.Observer.NodeError(nodeErr)
 	}
 	return nodeErr
-}
-
-// keys are the Redis names of one lock. The name sits in a hash tag so that
-// every key of a lock lands in one Redis Cluster slot.
-type keys struct {
-	lock, gone, fence, queue, alive, wake, channel string
-	// readers: a read-write lock's writer tells its waiting readers there
-	// when its release frees the lock (see node.Keys.Readers); "" otherwise
-	readers string
-	marker  string          // the node's marker of complete data (not the lock's)
-	guard   time.Duration   // the restart guard (see WithRestartGuard)
-	clock   node.ClockCheck // the clock check (see WithClockCheck)
-	fenced  bool            // grants answer the fencing counter (WithFencing; see fencing.go)
-}
-
-func (k keys) node() node.Keys {
-	return node.Keys{Lock: k.lock, Gone: k.gone, Fence: k.fence, Queue: k.queue, Alive: k.alive, Wake: k.wake,
-		Marker: k.marker, Guard: k.guard, Clock: k.clock, Readers: k.readers, Fenced: k.fenced}
-}
-
-func keysFor(prefix, name string, guard time.Duration) keys {
-	base := prefix + "{" + name + "}"
-	return keys{
-		marker:  prefix + "node",
-		guard:   guard,
-		lock:    base,
-		gone:    base + ":gone",
-		fence:   base + ":fence",
-		queue:   base + ":queue",
-		alive:   base + ":alive",
-		wake:    base + ":wake",
-		channel: base + ":released",
-	}
 }
 
 func isNil(client redis.UniversalClient) bool {
@@ -371,15 +339,6 @@ func redactURLError(err error, url string) string {
 		message = strings.ReplaceAll(message, url, "<url>")
 	}
 	return message
-}
-
-// roundTimeout is how long a fan-out round may take: the node timeout,
-// stretched for nodes far away (Client.stretch).
-func (s *settings) roundTimeout() time.Duration {
-	if s.stretch == nil {
-		return s.nodeTimeout
-	}
-	return s.stretch(s.nodeTimeout)
 }
 
 // dialPoolSize is the connection pool of each client Dial makes. The Client

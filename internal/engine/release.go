@@ -29,7 +29,7 @@ func always() bool { return true }
 // (leaveAfterRelease): the release of a hold whose acquire there timed
 // out, of a lease, or of an attempt whose call has ended by then.
 func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, uncertain bool, leaving func() bool) {
-	ctx, cancel := context.WithTimeout(ctx, m.settings.roundTimeout())
+	ctx, cancel := context.WithTimeout(ctx, m.settings.RoundTimeout())
 	defer cancel()
 	_, err := m.releaseOn(ctx, i, owner, hold, uncertain)
 	switch {
@@ -64,7 +64,7 @@ func (m *Mutex) leaveAfterRelease(ctx context.Context, i int, owner, hold string
 // it; as releaseNode otherwise (the sweeper retries it when the node does
 // not answer).
 func (m *Mutex) undoGrant(ctx context.Context, i int, k *call, hold string) {
-	ctx, cancel := context.WithTimeout(ctx, m.settings.roundTimeout())
+	ctx, cancel := context.WithTimeout(ctx, m.settings.RoundTimeout())
 	defer cancel()
 	if err := m.mode.undo(ctx, i, k, hold); err != nil {
 		m.client.nodeError(&m.settings, i, err)
@@ -84,7 +84,7 @@ func (m *Mutex) releaseOn(ctx context.Context, i int, owner, hold string, uncert
 func (m *Mutex) releaseNamingHead(ctx context.Context, i int, owner, hold string, uncertain bool) (node.Released, string, error) {
 	var tombstone time.Duration
 	if uncertain {
-		tombstone = m.settings.ttl
+		tombstone = m.settings.TTL
 	}
 	return m.queue.Release(ctx, i, owner, hold, tombstone)
 }

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -43,7 +44,7 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 	round, stopWatch := m.startRound(ctx, r)
 	defer stopWatch()
 	tally := round.Wait(ctx)
-	until := validUntil(r.start, m.settings.ttl, m.settings.driftFactor)
+	until := core.ValidUntil(r.start, m.settings.TTL, m.settings.DriftFactor)
 	if tally.Yes >= m.need() && time.Now().Before(until) && stopWatch() {
 		lease, result := m.grant(ctx, k, r.hold, r.start, until, r.order, func(lease *lease) quorum.Tally[node.Acquired] {
 			// Every answer in by now is in this tally, and every later one
@@ -74,7 +75,7 @@ type attemptState struct {
 }
 
 // need is the number of votes a round must win.
-func (m *Mutex) need() int { return m.settings.quorumOf(len(m.client.nodes)) }
+func (m *Mutex) need() int { return m.settings.QuorumOf(len(m.client.nodes)) }
 
 // ask sends r's acquire to node i and turns its answer into a vote.
 func (m *Mutex) ask(ctx context.Context, r *attemptState, i int) quorum.Reply[node.Acquired] {
@@ -99,7 +100,7 @@ func (m *Mutex) askLead(ctx context.Context, r *attemptState) (lost outcome, ok 
 	r.lead = m.client.health.lead()
 	r.lead0 = r.lead
 	r.order.Expect(1)
-	leadCtx, cancel := context.WithTimeout(ctx, m.settings.roundTimeout())
+	leadCtx, cancel := context.WithTimeout(ctx, m.settings.RoundTimeout())
 	r.leadReply = m.ask(leadCtx, r, r.lead)
 	cancel()
 	switch r.leadReply.Vote {
@@ -108,7 +109,7 @@ func (m *Mutex) askLead(ctx context.Context, r *attemptState) (lost outcome, ok 
 			r.k.handoff.failed(r.hold, r.start, func(i int) bool { return i == r.lead0 })
 		}
 		return outcome{leadLost: true, minPTTL: r.leadReply.Value.PTTL,
-			err: fmt.Errorf("%w: another owner took node %d first", ErrNotAcquired, r.lead0)}, false
+			err: fmt.Errorf("%w: another owner took node %d first", core.ErrNotAcquired, r.lead0)}, false
 	case quorum.Failed:
 		r.lead = -1 // ask every node, this one again too (same hold: harmless)
 	}
@@ -135,7 +136,7 @@ func (m *Mutex) startRound(ctx context.Context, r *attemptState) (*quorum.Round[
 	stopWatch := context.AfterFunc(ctx, cancelCalls)
 	pending := atomic.Int32{}
 	pending.Store(int32(n))
-	round := quorum.Start(calls, m.settings.roundTimeout(), n, m.need(), &c.background,
+	round := quorum.Start(calls, m.settings.RoundTimeout(), n, m.need(), &c.background,
 		func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
 			defer func() {
 				if pending.Add(-1) == 0 {
@@ -194,12 +195,12 @@ func (m *Mutex) grant(ctx context.Context, k *call, hold string, start, until ti
 	}
 	k.granted = granted(lease)
 	lease.settle(k.granted)
-	if m.settings.fencing {
+	if m.settings.Fencing {
 		if err := lease.fence(ctx, k.granted.Replies); err != nil {
 			// The call keeps its gate entry (finish leaves it), so
 			// the release must not leave it too.
 			lease.gateOnce.Do(func() {})
-			_ = lease.release(context.WithoutCancel(ctx), ErrReleased, true)
+			_ = lease.release(context.WithoutCancel(ctx), core.ErrReleased, true)
 			return nil, outcome{votes: k.granted.Yes, err: err}
 		}
 	}
@@ -304,20 +305,20 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 	switch {
 	case conflicted:
 		result.err = &stopError{v.with(fmt.Errorf("%w on %d of %d nodes, so no quorum can agree: remove the key or use another key prefix",
-			ErrKeyConflict, conflicts, v.n))}
+			core.ErrKeyConflict, conflicts, v.n))}
 	case result.held && holds > v.n-need && m.mode.behind(replies, holder):
 		result.err = v.with(fmt.Errorf("%w: a writer waits for it on %d of %d nodes, and readers arriving after a waiting writer wait for it",
-			ErrNotAcquired, holds, v.n))
+			core.ErrNotAcquired, holds, v.n))
 	case result.held && holds > v.n-need:
-		result.err = v.with(fmt.Errorf("%w: held by another owner on %d of %d nodes", ErrNotAcquired, holds, v.n))
+		result.err = v.with(fmt.Errorf("%w: held by another owner on %d of %d nodes", core.ErrNotAcquired, holds, v.n))
 	case v.yes >= need:
 		// Enough nodes granted, too late: a node error besides does not
 		// make it a quorum failure.
-		result.err = v.with(fmt.Errorf("%w: the round outlasted the validity window (ends %v)", ErrNotAcquired, until))
+		result.err = v.with(fmt.Errorf("%w: the round outlasted the validity window (ends %v)", core.ErrNotAcquired, until))
 	case len(v.nodeErrs) > 0:
 		result.err = v.err(nil)
 	default:
-		result.err = fmt.Errorf("%w: votes split, %d of %d needed", ErrNotAcquired, v.yes, need)
+		result.err = fmt.Errorf("%w: votes split, %d of %d needed", core.ErrNotAcquired, v.yes, need)
 	}
 	return result
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/reentrant"
 )
 
@@ -37,9 +38,9 @@ const readerRecheck = 500 * time.Millisecond
 // RWMutex returns the read-write lock called name. Options override the
 // Client's defaults; WithFair and WithFencing apply to the writer's side
 // only. Invalid input is reported by its methods as ErrConfig.
-func (c *Client) RWMutex(name string, opts ...Option) *RWMutex {
-	writer := c.newMutex(name, opts, false, func(m *Mutex) { m.keys.readers = m.keys.lock + readersChannel })
-	readOpts := append(slices.Clip(opts), func(s *settings) { s.fair, s.fencing = false, false })
+func (c *Client) RWMutex(name string, opts ...core.Option) *RWMutex {
+	writer := c.newMutex(name, opts, false, func(m *Mutex) { m.keys.Readers = m.keys.Lock + readersChannel })
+	readOpts := append(slices.Clip(opts), func(s *core.Settings) { s.Fair, s.Fencing = false, false })
 	reader := c.newMutex(name, readOpts, true, nil)
 	return &RWMutex{name: name, writer: writer, reader: reader}
 }
@@ -96,7 +97,7 @@ func (rw *RWMutex) notUpgrade(ctx context.Context) error {
 	}
 	if readHeld(ctx, rw.reader) != nil {
 		return fmt.Errorf("%w: ctx holds a read hold of %q, and a read hold is never upgraded (two readers doing so would wait for each other forever): unlock it, then Lock",
-			ErrNotAcquired, rw.name)
+			core.ErrNotAcquired, rw.name)
 	}
 	return nil
 }
@@ -106,7 +107,7 @@ func (c *Client) holds(m *Mutex, owner string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for l := range c.leases {
-		if l.owner == owner && !l.mutex.mode.shared() && l.mutex.keys.lock == m.keys.lock && l.Err() == nil {
+		if l.owner == owner && !l.mutex.mode.shared() && l.mutex.keys.Lock == m.keys.Lock && l.Err() == nil {
 			return true
 		}
 	}
@@ -132,7 +133,7 @@ func readHeld(ctx context.Context, m *Mutex) *lease {
 	holds, _ := ctx.Value(readHoldsKey{}).(*readHolds)
 	for ; holds != nil; holds = holds.outer {
 		l := holds.lease
-		if l.mutex.client == m.client && l.mutex.keys.lock == m.keys.lock && l.Err() == nil {
+		if l.mutex.client == m.client && l.mutex.keys.Lock == m.keys.Lock && l.Err() == nil {
 			return l
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/reentrant"
 )
@@ -28,7 +29,7 @@ type Semaphore struct {
 	client   *Client
 	name     string
 	permits  int
-	settings settings
+	settings core.Settings
 	slots    []*Mutex
 	count    node.Keys // where the count is stored, with the restart guard
 	err      error     // invalid configuration, reported by Acquire and TryAcquire
@@ -48,21 +49,21 @@ type Semaphore struct {
 // semaphore. Invalid input (an empty name, permits outside 1..1024,
 // WithFair, WithFencing, a bad option) is reported by Acquire and
 // TryAcquire as ErrConfig.
-func (c *Client) Semaphore(name string, permits int, opts ...Option) *Semaphore {
-	own := defaultSettings().with(opts) // what the caller asked of this semaphore
-	opts = append(slices.Clip(opts), func(s *settings) { s.fair, s.fencing = false, false })
-	s := &Semaphore{client: c, name: name, permits: permits, settings: c.defaults.with(opts), out: make(map[*lease]struct{})}
+func (c *Client) Semaphore(name string, permits int, opts ...core.Option) *Semaphore {
+	own := core.DefaultSettings().With(opts) // what the caller asked of this semaphore
+	opts = append(slices.Clip(opts), func(s *core.Settings) { s.Fair, s.Fencing = false, false })
+	s := &Semaphore{client: c, name: name, permits: permits, settings: c.defaults.With(opts), out: make(map[*lease]struct{})}
 	switch {
 	case name == "":
-		s.err = fmt.Errorf("%w: empty semaphore name", ErrConfig)
+		s.err = fmt.Errorf("%w: empty semaphore name", core.ErrConfig)
 	case permits < 1 || permits > node.MaxPermits:
-		s.err = fmt.Errorf("%w: permits must be in 1..%d, got %d", ErrConfig, node.MaxPermits, permits)
-	case own.fair:
-		s.err = fmt.Errorf("%w: a Semaphore has no fair mode (WithFair)", ErrConfig)
-	case own.fencing:
-		s.err = fmt.Errorf("%w: a Semaphore has no fencing tokens (WithFencing): permits are held at once", ErrConfig)
+		s.err = fmt.Errorf("%w: permits must be in 1..%d, got %d", core.ErrConfig, node.MaxPermits, permits)
+	case own.Fair:
+		s.err = fmt.Errorf("%w: a Semaphore has no fair mode (WithFair)", core.ErrConfig)
+	case own.Fencing:
+		s.err = fmt.Errorf("%w: a Semaphore has no fencing tokens (WithFencing): permits are held at once", core.ErrConfig)
 	default:
-		s.err = s.settings.validate(len(c.nodes))
+		s.err = s.settings.Validate(len(c.nodes))
 	}
 	if s.err != nil {
 		return s
@@ -71,8 +72,8 @@ func (c *Client) Semaphore(name string, permits int, opts ...Option) *Semaphore 
 	for i := range s.slots {
 		s.slots[i] = c.Mutex(name+":permit"+strconv.Itoa(i), opts...)
 	}
-	k := keysFor(s.settings.keyPrefix, name, s.slots[0].keys.guard)
-	s.count = node.Keys{Lock: k.lock + ":permits", Marker: k.marker, Guard: k.guard}
+	k := core.KeysFor(s.settings.KeyPrefix, name, s.slots[0].keys.Guard)
+	s.count = node.Keys{Lock: k.Lock + ":permits", Marker: k.Marker, Guard: k.Guard}
 	return s
 }
 
@@ -104,11 +105,11 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 		return nil, s.err
 	}
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrConfig)
+		return nil, fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	c := s.client
 	if !c.begin() {
-		return nil, ErrClosed
+		return nil, core.ErrClosed
 	}
 	defer c.end()
 	s.enter()
@@ -129,9 +130,9 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 		switch {
 		case ctx.Err() != nil:
 			return nil, gaveUp(ctx, err)
-		case errors.Is(err, ErrConfig), errors.Is(err, ErrClosed):
+		case errors.Is(err, core.ErrConfig), errors.Is(err, core.ErrClosed):
 			return nil, err
-		case errors.Is(err, ErrNotAcquired) && busy == nil:
+		case errors.Is(err, core.ErrNotAcquired) && busy == nil:
 			busy = fmt.Errorf("permit %d: %w", i, err)
 		}
 		last = err // a key conflict on this slot: try the others
@@ -140,7 +141,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 		if busy == nil {
 			return nil, last // no slot was refused: too few nodes answered, or key conflicts
 		}
-		return nil, fmt.Errorf("%w: all %d permits of %q are held (%w)", ErrNotAcquired, s.permits, s.name, busy)
+		return nil, fmt.Errorf("%w: all %d permits of %q are held (%w)", core.ErrNotAcquired, s.permits, s.name, busy)
 	}
 	return s.waitAny(ctx)
 }
@@ -150,7 +151,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 // not reach a quorum while this call waited), it is checked again first;
 // a permit that would be valid no longer is given back.
 func (s *Semaphore) lent(ctx context.Context, l *lease) (*Lease, error) {
-	if time.Until(s.confirmedUntil()) < s.settings.ttl/2 {
+	if time.Until(s.confirmedUntil()) < s.settings.TTL/2 {
 		err := s.check(ctx)
 		if err != nil && !time.Now().Before(s.confirmedUntil()) {
 			_ = l.Unlock(context.WithoutCancel(ctx))
@@ -221,7 +222,7 @@ func (s *Semaphore) unconfirmed() {
 		lost = append(lost, l)
 	}
 	s.mu.Unlock()
-	cause := fmt.Errorf("%w: the permit count of semaphore %q was not confirmed on a quorum for a TTL", ErrLost, s.name)
+	cause := fmt.Errorf("%w: the permit count of semaphore %q was not confirmed on a quorum for a TTL", core.ErrLost, s.name)
 	for _, l := range lost {
 		l.lose(cause)
 	}
@@ -252,7 +253,7 @@ func (s *Semaphore) leave() {
 // users, or when the Client closes.
 func (s *Semaphore) keep() {
 	c := s.client
-	ticker := time.NewTicker(s.settings.ttl / 3)
+	ticker := time.NewTicker(s.settings.TTL / 3)
 	defer ticker.Stop()
 	for {
 		select {
@@ -267,9 +268,9 @@ func (s *Semaphore) keep() {
 			return
 		}
 		s.mu.Unlock()
-		ctx, cancel := context.WithTimeout(context.Background(), s.settings.roundTimeout())
+		ctx, cancel := context.WithTimeout(context.Background(), s.settings.RoundTimeout())
 		if err := s.check(ctx); err != nil {
-			s.settings.logger.Warn("redlock: semaphore permit count not confirmed", "semaphore", s.name, "err", err)
+			s.settings.Logger.Warn("redlock: semaphore permit count not confirmed", "semaphore", s.name, "err", err)
 		}
 		cancel()
 	}
@@ -312,7 +313,7 @@ func (s *Semaphore) waitAny(ctx context.Context) (*Lease, error) {
 			if failed == nil {
 				failed = fmt.Errorf("permit %d of %q: %w", r.slot, s.name, r.err)
 			}
-			if failures == len(s.slots) || errors.Is(r.err, ErrClosed) {
+			if failures == len(s.slots) || errors.Is(r.err, core.ErrClosed) {
 				cancel(r.err)
 			}
 		}
@@ -334,7 +335,7 @@ var errPermitTaken = errors.New("redlock: a permit was granted")
 // TTL left. With wait, too few nodes answering is waited out (with
 // backoff) until ctx ends, as Lock waits; an ended ctx gives Lock's error.
 func (s *Semaphore) confirm(ctx context.Context, wait bool) error {
-	if time.Until(s.confirmedUntil()) > s.settings.ttl/2 {
+	if time.Until(s.confirmedUntil()) > s.settings.TTL/2 {
 		return nil
 	}
 	pacer := s.slots[0].newPacer()
@@ -345,7 +346,7 @@ func (s *Semaphore) confirm(ctx context.Context, wait bool) error {
 			return nil
 		case ctx.Err() != nil:
 			return gaveUp(ctx, err)
-		case !wait || !errors.Is(err, ErrNoQuorum):
+		case !wait || !errors.Is(err, core.ErrNoQuorum):
 			return err
 		}
 		delay, ok := pacer.next(outcome{minPTTL: -1, err: err})
@@ -360,7 +361,7 @@ func (s *Semaphore) confirm(ctx context.Context, wait bool) error {
 			return gaveUp(ctx, err)
 		case <-s.client.done:
 			timer.Stop()
-			return ErrClosed
+			return core.ErrClosed
 		}
 	}
 }
@@ -376,14 +377,14 @@ func (s *Semaphore) check(ctx context.Context) error {
 	stored := make([]int, len(c.nodes))
 	errs := make([]error, len(c.nodes))
 	s.slots[0].eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
-		stored[i], err = n.Permits(ctx, s.count, s.permits, s.settings.ttl)
+		stored[i], err = n.Permits(ctx, s.count, s.permits, s.settings.TTL)
 		return err
 	})
 	var nodeErrs []error
 	for i, err := range errs {
 		if errors.Is(err, node.ErrBadReply) {
 			return fmt.Errorf("%w: semaphore %q: node %d (%s) holds something else than a permit count at %s: %w",
-				ErrConfig, s.name, i, c.nodes[i].Addr(), s.count.Lock, err)
+				core.ErrConfig, s.name, i, c.nodes[i].Addr(), s.count.Lock, err)
 		}
 		if err != nil {
 			nodeErrs = append(nodeErrs, c.nodeError(&s.settings, i, err))
@@ -392,16 +393,16 @@ func (s *Semaphore) check(ctx context.Context) error {
 		if stored[i] != s.permits {
 			return fmt.Errorf("%w: semaphore %q has %d permits on node %d (%s), not %d: every Client must use one count "+
 				"(to change it, stop every process that uses it: %s expires a TTL after the last one stopped)",
-				ErrConfig, s.name, stored[i], i, c.nodes[i].Addr(), s.permits, s.count.Lock)
+				core.ErrConfig, s.name, stored[i], i, c.nodes[i].Addr(), s.permits, s.count.Lock)
 		}
 	}
-	need := s.settings.quorumOf(len(c.nodes))
+	need := s.settings.QuorumOf(len(c.nodes))
 	if answered := len(c.nodes) - len(nodeErrs); answered < need {
 		return verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: the permit count was confirmed by %d of %d nodes, %d needed",
-			ErrNoQuorum, answered, len(c.nodes), need))
+			core.ErrNoQuorum, answered, len(c.nodes), need))
 	}
 	s.mu.Lock()
-	if until := validUntil(start, s.settings.ttl, s.settings.driftFactor); until.After(s.confirmed) {
+	if until := core.ValidUntil(start, s.settings.TTL, s.settings.DriftFactor); until.After(s.confirmed) {
 		s.confirmed = until
 	}
 	s.mu.Unlock()

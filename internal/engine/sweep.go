@@ -60,7 +60,7 @@ func (s *sweeper) add(m *Mutex, i int, owner, hold string, leaving func() bool) 
 	if len(list) > maxSweepsPerNode {
 		dropped := list[0]
 		list = list[1:]
-		dropped.mutex.settings.logger.Warn("redlock: too many releases waiting for a silent node; the oldest hold expires at its TTL",
+		dropped.mutex.settings.Logger.Warn("redlock: too many releases waiting for a silent node; the oldest hold expires at its TTL",
 			"lock", dropped.mutex.name, "node", i)
 	}
 	s.pending[i] = list
@@ -115,7 +115,7 @@ func (s *sweeper) run(i int) {
 // retry releases the hold once more; it reports whether the node answered.
 func (item sweep) retry(i int) bool {
 	m := item.mutex
-	ctx, cancel := context.WithTimeout(context.Background(), m.settings.roundTimeout())
+	ctx, cancel := context.WithTimeout(context.Background(), m.settings.RoundTimeout())
 	defer cancel()
 	_, err := m.releaseOn(ctx, i, item.owner, item.hold, true)
 	if err != nil && !node.Answered(err) {

@@ -19,11 +19,11 @@ const warmTimeout = 3 * time.Second
 // node's result arrives on the returned channel; Close cuts what is left.
 func (c *Client) warm() <-chan error {
 	results := make(chan error, len(c.nodes))
-	ctx, cancel := context.WithTimeout(context.Background(), max(warmTimeout, c.defaults.nodeTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), max(warmTimeout, c.defaults.NodeTimeout))
 	c.stopWarm = cancel
 	var left atomic.Int32
 	left.Store(int32(len(c.nodes)))
-	check := c.defaults.clockCheck()
+	check := c.defaults.ClockCheck()
 	for _, n := range c.nodes {
 		c.background.Go(func() {
 			results <- n.Warm(ctx, check)
@@ -40,7 +40,7 @@ func (c *Client) warm() <-chan error {
 func (c *Client) awaitWarm(results <-chan error, d time.Duration) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	need, answered := c.defaults.quorumOf(len(c.nodes)), 0
+	need, answered := c.defaults.QuorumOf(len(c.nodes)), 0
 	for range c.nodes {
 		select {
 		case err := <-results:
@@ -77,7 +77,7 @@ func (c *Client) closeGrace() time.Duration {
 			grace = max(grace, 3*rtt)
 		}
 	}
-	return min(grace, c.defaults.roundTimeout())
+	return min(grace, c.defaults.RoundTimeout())
 }
 
 // minGrace is Close's least grace for calls still out: a near node's

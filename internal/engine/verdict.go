@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/quorum"
 )
 
@@ -38,7 +39,7 @@ func (v verdict) outOfReach() bool { return v.refused > v.n-v.need }
 // something else; stopped reports whether they put a quorum out of reach.
 func (v verdict) conflicts() (count int, stopped bool) {
 	for _, err := range v.nodeErrs {
-		if errors.Is(err, ErrKeyConflict) {
+		if errors.Is(err, core.ErrKeyConflict) {
 			count++
 		}
 	}
@@ -57,11 +58,11 @@ func (v verdict) err(refusal func(v verdict) error) error {
 	case refusal != nil && v.outOfReach():
 		return v.with(refusal(v))
 	}
-	return v.with(fmt.Errorf("%w: %d of %d nodes agreed, %d needed", ErrNoQuorum, v.yes, v.n, v.need))
+	return v.with(fmt.Errorf("%w: %d of %d nodes agreed, %d needed", core.ErrNoQuorum, v.yes, v.n, v.need))
 }
 
 // with joins head and the node errors, so that errors.As finds each
 // *NodeError.
 func (v verdict) with(head error) error {
-	return joinErrors(append([]error{head}, v.nodeErrs...)...)
+	return core.JoinErrors(append([]error{head}, v.nodeErrs...)...)
 }

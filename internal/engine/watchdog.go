@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/redis/go-redis/v9"
@@ -68,7 +69,7 @@ func (w *watchdog) add(l *lease) {
 		w.mu.Unlock()
 		return
 	}
-	at := l.acquired.Add(min(l.mutex.settings.ttl, l.until.Sub(l.acquired)) / 3)
+	at := l.acquired.Add(min(l.mutex.settings.TTL, l.until.Sub(l.acquired)) / 3)
 	w.due[l] = at
 	if !w.started {
 		w.started = true
@@ -138,7 +139,7 @@ func (w *watchdog) collect(now time.Time) ([][]*lease, time.Duration) {
 		// A fifteenth of the TTL, or of the validity of a lease taken
 		// from handoff notices before its first renewal (due a third of
 		// it after its start).
-		early := min(l.mutex.settings.ttl/15, at.Sub(l.acquired)/5)
+		early := min(l.mutex.settings.TTL/15, at.Sub(l.acquired)/5)
 		if !at.After(now.Add(early)) {
 			due = append(due, l)
 			w.due[l] = time.Time{}
@@ -177,7 +178,7 @@ func (w *watchdog) renew(batch []*lease) {
 	for _, l := range batch {
 		if !l.ops.TryLock() {
 			// Unlock or Extend is running on it: look again shortly.
-			w.reschedule(l, time.Now().Add(l.mutex.settings.ttl/renewRetryDivisor))
+			w.reschedule(l, time.Now().Add(l.mutex.settings.TTL/renewRetryDivisor))
 			continue
 		}
 		if l.Err() != nil {
@@ -199,9 +200,9 @@ func (w *watchdog) renew(batch []*lease) {
 	timeout := time.Duration(0)
 	for i, l := range leases {
 		s := &l.mutex.settings
-		items[i] = node.Renewal{Keys: l.mutex.keys.node(), Owner: l.owner, Hold: l.hold, TTL: s.ttl}
-		need = max(need, s.quorumOf(len(c.nodes)))
-		timeout = max(timeout, s.roundTimeout())
+		items[i] = node.Renewal{Keys: l.mutex.keys.Node(), Owner: l.owner, Hold: l.hold, TTL: s.TTL}
+		need = max(need, s.QuorumOf(len(c.nodes)))
+		timeout = max(timeout, s.RoundTimeout())
 	}
 	start := time.Now()
 	round := quorum.Start(w.ctx, timeout, len(c.nodes), need, &c.background,
@@ -235,7 +236,7 @@ func (w *watchdog) settle(leases []*lease, decided []bool, tally quorum.Tally[[]
 			continue
 		}
 		s := &l.mutex.settings
-		need := s.quorumOf(n)
+		need := s.QuorumOf(n)
 		refreshed, taken, released := 0, 0, 0
 		var nodeErrs []error
 		for index, reply := range tally.Replies {
@@ -253,7 +254,7 @@ func (w *watchdog) settle(leases []*lease, decided []bool, tally quorum.Tally[[]
 		switch {
 		case refreshed >= need && l.renewed(start):
 			decided[i] = true
-			w.reschedule(l, start.Add(s.ttl/3))
+			w.reschedule(l, start.Add(s.TTL/3))
 		case taken+released > n-need && (released == 0 || final):
 			// Another owner holds it, or its holds were removed (a
 			// ForceUnlock), on enough nodes that this lease can never be
@@ -264,20 +265,20 @@ func (w *watchdog) settle(leases []*lease, decided []bool, tally quorum.Tally[[]
 			decided[i] = true
 			if released > 0 {
 				l.lose(fmt.Errorf("%w: its holds were removed on %d of %d nodes (ForceUnlock)%s",
-					ErrLost, released, n, alsoTaken(taken)))
+					core.ErrLost, released, n, alsoTaken(taken)))
 			} else {
-				l.lose(fmt.Errorf("%w: another owner holds it on %d of %d nodes", ErrLost, taken, n))
+				l.lose(fmt.Errorf("%w: another owner holds it on %d of %d nodes", core.ErrLost, taken, n))
 			}
 		case final:
 			decided[i] = true
 			if len(nodeErrs) > 0 {
-				s.logger.Warn("redlock: renewal missed its quorum", "lock", l.mutex.name,
+				s.Logger.Warn("redlock: renewal missed its quorum", "lock", l.mutex.name,
 					"renewed", refreshed, "need", need, "err", verdict{yes: refreshed, need: need, n: n, nodeErrs: nodeErrs}.err(nil))
 			}
 			// Try again after a tenth of the TTL, or sooner when less
 			// than thrice that is left (a lease taken from handoff
 			// notices, before its first renewal): several tries fit.
-			retry := min(s.ttl/renewRetryDivisor, time.Until(l.Until())/3)
+			retry := min(s.TTL/renewRetryDivisor, time.Until(l.Until())/3)
 			w.reschedule(l, time.Now().Add(max(retry, time.Millisecond)))
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"testing"
@@ -21,7 +21,7 @@ func TestValidity(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := validity(tt.ttl, tt.elapsed, tt.drift); got != tt.want {
+			if got := Validity(tt.ttl, tt.elapsed, tt.drift); got != tt.want {
 				t.Fatalf("validity(%v, %v, %v) = %v, want %v", tt.ttl, tt.elapsed, tt.drift, got, tt.want)
 			}
 		})
@@ -32,7 +32,7 @@ func TestValidUntil_neverLaterThanNodeExpiry(t *testing.T) {
 	start := time.Now()
 	for _, ttl := range []time.Duration{10 * time.Millisecond, time.Second, 30 * time.Second} {
 		for _, drift := range []float64{0, 0.01, 0.1} {
-			until := validUntil(start, ttl, drift)
+			until := ValidUntil(start, ttl, drift)
 			// A node whose clock runs fast by drift expires the key after
 			// ttl*(1-drift) of our time at the earliest.
 			earliestExpiry := start.Add(time.Duration(float64(ttl) * (1 - drift)))
@@ -49,31 +49,31 @@ func TestSettings_quorumOf(t *testing.T) {
 		n, quorum, want int
 	}{{1, 0, 1}, {2, 0, 2}, {3, 0, 2}, {4, 0, 3}, {5, 0, 3}, {5, 5, 5}, {5, 4, 4}}
 	for _, tt := range tests {
-		s := defaultSettings()
-		s.quorum = tt.quorum
-		if got := s.quorumOf(tt.n); got != tt.want {
+		s := DefaultSettings()
+		s.Quorum = tt.quorum
+		if got := s.QuorumOf(tt.n); got != tt.want {
 			t.Fatalf("quorumOf(%d) with quorum %d = %d, want %d", tt.n, tt.quorum, got, tt.want)
 		}
-		if err := s.validate(tt.n); err != nil {
+		if err := s.Validate(tt.n); err != nil {
 			t.Fatalf("valid quorum %d of %d rejected: %v", tt.quorum, tt.n, err)
 		}
 	}
 }
 
 func TestSettings_mutexOptionsDoNotLeakIntoDefaults(t *testing.T) {
-	defaults := defaultSettings().with([]Option{WithTTL(time.Minute)})
-	overridden := defaults.with([]Option{WithTTL(time.Second), WithFencing()})
-	if defaults.ttl != time.Minute || defaults.fencing {
-		t.Fatalf("defaults changed by a mutex's options: ttl %v fencing %v", defaults.ttl, defaults.fencing)
+	defaults := DefaultSettings().With([]Option{WithTTL(time.Minute)})
+	overridden := defaults.With([]Option{WithTTL(time.Second), WithFencing()})
+	if defaults.TTL != time.Minute || defaults.Fencing {
+		t.Fatalf("defaults changed by a mutex's options: ttl %v fencing %v", defaults.TTL, defaults.Fencing)
 	}
-	if overridden.ttl != time.Second || !overridden.fencing {
-		t.Fatalf("mutex options not applied: ttl %v fencing %v", overridden.ttl, overridden.fencing)
+	if overridden.TTL != time.Second || !overridden.Fencing {
+		t.Fatalf("mutex options not applied: ttl %v fencing %v", overridden.TTL, overridden.Fencing)
 	}
 }
 
 func TestKeysFor_shareOneHashTag(t *testing.T) {
-	k := keysFor("redlock:", "orders/42", time.Second)
-	for _, key := range []string{k.lock, k.fence, k.queue, k.alive, k.channel} {
+	k := KeysFor("redlock:", "orders/42", time.Second)
+	for _, key := range []string{k.Lock, k.Fence, k.Queue, k.Alive, k.Channel} {
 		if want := "redlock:{orders/42}"; len(key) < len(want) || key[:len(want)] != want {
 			t.Fatalf("key %q does not start with %q", key, want)
 		}

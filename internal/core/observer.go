@@ -1,6 +1,10 @@
-package engine
+package core
 
-import "time"
+import (
+	"time"
+
+	"github.com/quorumlock/redlock/node"
+)
 
 // Observer holds optional hooks called on lock events, for metrics. Nil
 // hooks are skipped. Hooks run on the library's goroutines: they must be
@@ -43,3 +47,24 @@ type LostEvent struct {
 	Name string
 	Err  error
 }
+
+// QuarantineEvent reports a node that does not vote: it lost its data (or
+// is new) less than the restart guard ago (see WithRestartGuard), or its
+// clock was found to run fast (see WithClockCheck). It is reported once per
+// data loss, or run of clock findings, and node, by the first call that
+// met the refusal.
+type QuarantineEvent struct {
+	Node   int
+	Addr   string
+	Reason error // matches ErrQuarantined; a *node.Quarantine or a *node.ClockQuarantine says why
+	// Until is when the node votes again: on its own clock after a data
+	// loss, on this process's clock (and only if no further finding
+	// comes) after a fast clock.
+	Until time.Time
+}
+
+// ErrQuarantined matches a node's refusal to vote after it lost its data,
+// and an answer not counted because the node's clock runs fast:
+// errors.Is(err, ErrQuarantined) on a *NodeError, or on ErrNoQuorum's
+// error when such a node was among the failing ones.
+var ErrQuarantined = node.ErrQuarantined

@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"errors"
@@ -44,11 +44,6 @@ var (
 	ErrKeyConflict = node.ErrKeyConflict
 )
 
-// stopError is an attempt's error after which Lock does not try again.
-type stopError struct{ error }
-
-func (e *stopError) Unwrap() error { return e.error }
-
 // NodeError is the failure of one node in a round: a network error, a
 // timeout, a reply of the wrong shape, a WRONGTYPE key.
 type NodeError struct {
@@ -67,9 +62,9 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // stay whole.
 type joinedError struct{ errs []error }
 
-// joinErrors is errors.Join (nil errors dropped; nil when none is left),
+// JoinErrors is errors.Join (nil errors dropped; nil when none is left),
 // with a one-line message.
-func joinErrors(errs ...error) error {
+func JoinErrors(errs ...error) error {
 	var kept []error
 	for _, err := range errs {
 		if err != nil {

@@ -1,4 +1,4 @@
-package engine
+package core
 
 import (
 	"crypto/tls"
@@ -59,46 +59,46 @@ const (
 // Option configures a Client (given to New or Dial) or one Mutex (given to
 // Client.Mutex). An invalid option makes New return ErrConfig, or makes the
 // Mutex's Lock and TryLock return it.
-type Option func(*settings)
+type Option func(*Settings)
 
-// settings is the resolved configuration of one mutex. It is a value: each
+// Settings is the resolved configuration of one mutex. It is a value: each
 // Mutex gets its own copy, so no option state is shared between calls.
-type settings struct {
-	ttl          time.Duration
-	watchdog     bool
-	quorum       int // 0: a majority of the nodes
-	driftFactor  float64
-	nodeTimeout  time.Duration
-	stretch      func(time.Duration) time.Duration // the Client's: see roundTimeout
-	retry        func() backoff.BackOff
-	fair         bool
-	queueTimeout time.Duration
-	fencing      bool
-	keyPrefix    string
-	logger       *slog.Logger
-	observer     Observer
-	tls          *tls.Config // Dial's rediss:// nodes; nil: go-redis's default
-	// restartGuard: how long a node that lost its data does not vote;
+type Settings struct {
+	TTL          time.Duration
+	Watchdog     bool
+	Quorum       int // 0: a majority of the nodes
+	DriftFactor  float64
+	NodeTimeout  time.Duration
+	Stretch      func(time.Duration) time.Duration // the Client's: see RoundTimeout
+	Retry        func() backoff.BackOff
+	Fair         bool
+	QueueTimeout time.Duration
+	Fencing      bool
+	KeyPrefix    string
+	Logger       *slog.Logger
+	Observer     Observer
+	TLS          *tls.Config // Dial's rediss:// nodes; nil: go-redis's default
+	// RestartGuard: how long a node that lost its data does not vote;
 	// guardSet false: the default (see WithRestartGuard).
-	restartGuard time.Duration
-	guardSet     bool
-	// clockOff: WithClockCheck(false).
-	clockOff bool
+	RestartGuard time.Duration
+	GuardSet     bool
+	// ClockOff: WithClockCheck(false).
+	ClockOff bool
 }
 
-func defaultSettings() settings {
-	return settings{
-		ttl:          DefaultTTL,
-		watchdog:     true,
-		driftFactor:  DefaultDriftFactor,
-		nodeTimeout:  DefaultNodeTimeout,
-		queueTimeout: DefaultQueueTimeout,
-		keyPrefix:    DefaultKeyPrefix,
-		logger:       slog.New(slog.DiscardHandler),
+func DefaultSettings() Settings {
+	return Settings{
+		TTL:          DefaultTTL,
+		Watchdog:     true,
+		DriftFactor:  DefaultDriftFactor,
+		NodeTimeout:  DefaultNodeTimeout,
+		QueueTimeout: DefaultQueueTimeout,
+		KeyPrefix:    DefaultKeyPrefix,
+		Logger:       slog.New(slog.DiscardHandler),
 	}
 }
 
-func (s settings) with(opts []Option) settings {
+func (s Settings) With(opts []Option) Settings {
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&s)
@@ -107,40 +107,40 @@ func (s settings) with(opts []Option) settings {
 	return s
 }
 
-// quorumOf is the number of nodes that must agree, out of n.
-func (s settings) quorumOf(n int) int {
-	if s.quorum == 0 {
+// QuorumOf is the number of nodes that must agree, out of n.
+func (s Settings) QuorumOf(n int) int {
+	if s.Quorum == 0 {
 		return n/2 + 1
 	}
-	return s.quorum
+	return s.Quorum
 }
 
-// validate checks the settings for n nodes.
-func (s settings) validate(n int) error {
+// Validate checks the settings for n nodes.
+func (s Settings) Validate(n int) error {
 	// The ranges are written so that NaN fails them: every comparison with
 	// NaN is false.
 	switch {
-	case !(s.ttl > 0 && s.ttl <= MaxTTL):
-		return fmt.Errorf("%w: TTL must be in (0, %v], got %v", ErrConfig, MaxTTL, s.ttl)
-	case !(s.driftFactor >= 0 && s.driftFactor < maxDriftFactor):
-		return fmt.Errorf("%w: drift factor must be in [0, %v), got %v", ErrConfig, maxDriftFactor, s.driftFactor)
-	case validity(s.ttl, 0, s.driftFactor) <= 0:
+	case !(s.TTL > 0 && s.TTL <= MaxTTL):
+		return fmt.Errorf("%w: TTL must be in (0, %v], got %v", ErrConfig, MaxTTL, s.TTL)
+	case !(s.DriftFactor >= 0 && s.DriftFactor < maxDriftFactor):
+		return fmt.Errorf("%w: drift factor must be in [0, %v), got %v", ErrConfig, maxDriftFactor, s.DriftFactor)
+	case Validity(s.TTL, 0, s.DriftFactor) <= 0:
 		return fmt.Errorf("%w: TTL %v leaves no validity window after the drift allowance %v",
-			ErrConfig, s.ttl, driftAllowance(s.ttl, s.driftFactor))
-	case !(s.nodeTimeout > 0 && s.nodeTimeout <= MaxTimeout):
-		return fmt.Errorf("%w: node timeout must be in (0, %v], got %v", ErrConfig, MaxTimeout, s.nodeTimeout)
-	case !(s.queueTimeout > 0 && s.queueTimeout <= MaxTimeout):
+			ErrConfig, s.TTL, DriftAllowance(s.TTL, s.DriftFactor))
+	case !(s.NodeTimeout > 0 && s.NodeTimeout <= MaxTimeout):
+		return fmt.Errorf("%w: node timeout must be in (0, %v], got %v", ErrConfig, MaxTimeout, s.NodeTimeout)
+	case !(s.QueueTimeout > 0 && s.QueueTimeout <= MaxTimeout):
 		// Checked without WithFair too: a Mutex may turn it on.
-		return fmt.Errorf("%w: queue timeout must be in (0, %v], got %v", ErrConfig, MaxTimeout, s.queueTimeout)
-	case s.quorum < 0 || s.quorum > n:
-		return fmt.Errorf("%w: quorum %d out of range 1..%d", ErrConfig, s.quorum, n)
-	case s.quorum != 0 && s.quorum <= n/2:
+		return fmt.Errorf("%w: queue timeout must be in (0, %v], got %v", ErrConfig, MaxTimeout, s.QueueTimeout)
+	case s.Quorum < 0 || s.Quorum > n:
+		return fmt.Errorf("%w: quorum %d out of range 1..%d", ErrConfig, s.Quorum, n)
+	case s.Quorum != 0 && s.Quorum <= n/2:
 		return fmt.Errorf("%w: quorum %d of %d nodes is not a majority: two owners could hold the lock at once",
-			ErrConfig, s.quorum, n)
-	case s.logger == nil:
+			ErrConfig, s.Quorum, n)
+	case s.Logger == nil:
 		return fmt.Errorf("%w: nil logger", ErrConfig)
-	case !(s.restartGuard >= 0 && s.restartGuard <= MaxRestartGuard):
-		return fmt.Errorf("%w: restart guard must be in [0, %v], got %v", ErrConfig, MaxRestartGuard, s.restartGuard)
+	case !(s.RestartGuard >= 0 && s.RestartGuard <= MaxRestartGuard):
+		return fmt.Errorf("%w: restart guard must be in [0, %v], got %v", ErrConfig, MaxRestartGuard, s.RestartGuard)
 	}
 	return nil
 }
@@ -153,7 +153,7 @@ func (s settings) validate(n int) error {
 // when the Mutex is made; 0 turns the guard off. A node started less than
 // d ago votes at once only when declared new (`redlock init`).
 func WithRestartGuard(d time.Duration) Option {
-	return func(s *settings) { s.restartGuard, s.guardSet = d, true }
+	return func(s *Settings) { s.RestartGuard, s.GuardSet = d, true }
 }
 
 // WithClockCheck turns the check of the nodes' clock rates on or off
@@ -165,33 +165,33 @@ func WithRestartGuard(d time.Duration) Option {
 // until it has been found in bounds for a TTL after the last finding. It
 // rests on this process's monotonic clock running true, and is off on
 // Redis Cluster and Ring clients. See docs/safety.md, "The clock check".
-func WithClockCheck(on bool) Option { return func(s *settings) { s.clockOff = !on } }
+func WithClockCheck(on bool) Option { return func(s *Settings) { s.ClockOff = !on } }
 
-// clockCheck is the node-level form of the clock check of these settings.
-func (s settings) clockCheck() node.ClockCheck {
-	if s.clockOff {
+// ClockCheck is the node-level form of the clock check of these settings.
+func (s Settings) ClockCheck() node.ClockCheck {
+	if s.ClockOff {
 		return node.ClockCheck{}
 	}
-	return node.ClockCheck{MaxRate: 1 + s.driftFactor, Hold: s.ttl}
+	return node.ClockCheck{MaxRate: 1 + s.DriftFactor, Hold: s.TTL}
 }
 
 // WithTTL sets how long a lease lives on the nodes without renewal
 // (default DefaultTTL). It must be in (0, MaxTTL] and longer than its drift
 // allowance (TTL*driftFactor + 2ms).
-func WithTTL(ttl time.Duration) Option { return func(s *settings) { s.ttl = ttl } }
+func WithTTL(ttl time.Duration) Option { return func(s *Settings) { s.TTL = ttl } }
 
 // WithWatchdog turns automatic renewal every TTL/3 on or off (default on).
 // Off, a lease lives its TTL unless Lease.Extend renews it.
-func WithWatchdog(on bool) Option { return func(s *settings) { s.watchdog = on } }
+func WithWatchdog(on bool) Option { return func(s *Settings) { s.Watchdog = on } }
 
 // WithQuorum sets how many nodes must agree (default N/2+1). k must be a
 // majority of the nodes (N/2 < k <= N); k = N makes every node necessary, as
 // Redisson's MultiLock does.
 func WithQuorum(k int) Option {
-	return func(s *settings) {
-		s.quorum = k
+	return func(s *Settings) {
+		s.Quorum = k
 		if k == 0 {
-			s.quorum = -1 // 0 means "default" inside settings; an explicit 0 is invalid
+			s.Quorum = -1 // 0 means "default" inside settings; an explicit 0 is invalid
 		}
 	}
 }
@@ -200,14 +200,14 @@ func WithQuorum(k int) Option {
 // running fast (default DefaultDriftFactor), in [0, 0.5): a lease's
 // validity window is the TTL less this share and 2ms, so never under half
 // the TTL but for those 2ms.
-func WithDriftFactor(factor float64) Option { return func(s *settings) { s.driftFactor = factor } }
+func WithDriftFactor(factor float64) Option { return func(s *Settings) { s.DriftFactor = factor } }
 
 // WithNodeTimeout bounds each call to one node (default DefaultNodeTimeout,
 // in (0, MaxTimeout]). go-redis honours it for clients made with
 // ContextTimeoutEnabled (Dial does so); with other clients a round still
 // returns on time, but a stuck call runs on until the client's own
 // ReadTimeout.
-func WithNodeTimeout(d time.Duration) Option { return func(s *settings) { s.nodeTimeout = d } }
+func WithNodeTimeout(d time.Duration) Option { return func(s *Settings) { s.NodeTimeout = d } }
 
 // WithRetry sets the backoff Lock waits between attempts when no release
 // notice comes (default: wait for the holder's remaining TTL, and back off
@@ -215,11 +215,11 @@ func WithNodeTimeout(d time.Duration) Option { return func(s *settings) { s.node
 // nodes report none). The function is called once per Lock, so each call
 // gets a fresh BackOff.
 func WithRetry(newBackOff func() backoff.BackOff) Option {
-	return func(s *settings) { s.retry = newBackOff }
+	return func(s *Settings) { s.Retry = newBackOff }
 }
 
 // WithFair makes the mutex fair: waiters get the lock in arrival order.
-func WithFair() Option { return func(s *settings) { s.fair = true } }
+func WithFair() Option { return func(s *Settings) { s.Fair = true } }
 
 // WithQueueTimeout sets how long a fair-mode waiter keeps its place without
 // a heartbeat (default DefaultQueueTimeout), in (0, MaxTimeout]; a plain
@@ -227,7 +227,7 @@ func WithFair() Option { return func(s *settings) { s.fair = true } }
 // once its place lapsed; a lock handed to a waiter is kept for it at most
 // this long (or the TTL, when shorter: the span of a lease it takes from
 // the handoff notices).
-func WithQueueTimeout(d time.Duration) Option { return func(s *settings) { s.queueTimeout = d } }
+func WithQueueTimeout(d time.Duration) Option { return func(s *Settings) { s.QueueTimeout = d } }
 
 // WithFencing makes every grant carry a fencing token (Lease.Token): when
 // a lease of one owner ended (Until passed, or Unlock began) before a
@@ -238,24 +238,33 @@ func WithQueueTimeout(d time.Duration) Option { return func(s *settings) { s.que
 // clocks in microseconds, so that they keep increasing when nodes restart
 // empty after the TTL: compare them, do not count with them.
 // See docs/safety.md, "Fencing tokens" and "Why fencing tokens increase".
-func WithFencing() Option { return func(s *settings) { s.fencing = true } }
+func WithFencing() Option { return func(s *Settings) { s.Fencing = true } }
 
 // WithKeyPrefix sets the prefix of every key and channel (default
 // DefaultKeyPrefix). The lock name goes into a hash tag after it, so all
 // keys of one lock share a Redis Cluster slot.
-func WithKeyPrefix(prefix string) Option { return func(s *settings) { s.keyPrefix = prefix } }
+func WithKeyPrefix(prefix string) Option { return func(s *Settings) { s.KeyPrefix = prefix } }
 
 // WithLogger sets where lost leases and node faults are logged (default:
 // nowhere). Like Observer hooks, its handler runs on the library's
 // goroutines, at times with a lease's renewal in progress: it must not
 // block on anything that waits for an Unlock.
-func WithLogger(logger *slog.Logger) Option { return func(s *settings) { s.logger = logger } }
+func WithLogger(logger *slog.Logger) Option { return func(s *Settings) { s.Logger = logger } }
 
 // WithObserver sets hooks called on lock events, for metrics.
-func WithObserver(observer Observer) Option { return func(s *settings) { s.observer = observer } }
+func WithObserver(observer Observer) Option { return func(s *Settings) { s.Observer = observer } }
 
 // WithTLS sets the TLS configuration Dial uses for rediss:// nodes (for a
 // private CA: RootCAs; for client certificates: Certificates). Each node
 // gets a clone whose ServerName, when empty, is the URL's host. It has no
 // effect on New, whose clients carry their own TLS settings.
-func WithTLS(config *tls.Config) Option { return func(s *settings) { s.tls = config } }
+func WithTLS(config *tls.Config) Option { return func(s *Settings) { s.TLS = config } }
+
+// RoundTimeout is how long a fan-out round may take: the node timeout,
+// stretched for nodes far away (Client.stretch).
+func (s *Settings) RoundTimeout() time.Duration {
+	if s.Stretch == nil {
+		return s.NodeTimeout
+	}
+	return s.Stretch(s.NodeTimeout)
+}
