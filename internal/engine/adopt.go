@@ -270,7 +270,7 @@ func (h *handoff) freeze(hold string) {
 // adopt takes the lease from the handoff notices when a quorum of nodes
 // handed the lock to k's latest failed attempt (see handoff). It returns
 // nil when they have not, or the lease would no longer be valid.
-func (m *Mutex) adopt(ctx context.Context, k *call) (*lease, outcome) {
+func (m *Mutex) adopt(ctx context.Context, k *lockCall) (*lease, outcome) {
 	if k.handoff == nil {
 		return nil, outcome{}
 	}

@@ -72,7 +72,7 @@ func (g *gates) enter(ctx context.Context, closed <-chan struct{}, lock, owner s
 	select {
 	case <-waiter.ready:
 		// Handed the gate just as we gave up: pass it on.
-		g.leaveLocked(lock)
+		g.exitLocked(lock)
 	default:
 		for i, other := range gt.queue {
 			if other == waiter {
@@ -84,16 +84,16 @@ func (g *gates) enter(ctx context.Context, closed <-chan struct{}, lock, owner s
 	return err
 }
 
-// leave gives back one entry of the owner at the head; the last one passes
+// exit gives back one entry of the owner at the head; the last one passes
 // the gate to the next owner in line (with every queued entry of that
 // owner) or frees it.
-func (g *gates) leave(lock string) {
+func (g *gates) exit(lock string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.leaveLocked(lock)
+	g.exitLocked(lock)
 }
 
-func (g *gates) leaveLocked(lock string) {
+func (g *gates) exitLocked(lock string) {
 	gt := g.byName[lock]
 	if gt == nil || gt.holds == 0 {
 		return

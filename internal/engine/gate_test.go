@@ -35,18 +35,18 @@ func TestGates_fifoAndReentry(t *testing.T) {
 			mu.Lock()
 			order = append(order, owner)
 			mu.Unlock()
-			g.leave("L")
+			g.exit("L")
 		})
 		time.Sleep(10 * time.Millisecond) // arrive in this order
 	}
-	g.leave("L")
+	g.exit("L")
 	time.Sleep(10 * time.Millisecond)
 	mu.Lock()
 	if len(order) != 0 {
 		t.Fatalf("%v entered while a still held one entry", order)
 	}
 	mu.Unlock()
-	g.leave("L")
+	g.exit("L")
 	wg.Wait()
 	if got := order; len(got) != 3 || got[0] != "b" || got[1] != "c" || got[2] != "d" {
 		t.Fatalf("entered in order %v, want [b c d]", got)
@@ -70,7 +70,7 @@ func TestGates_cancelledWaiterPassesTheTurnOn(t *testing.T) {
 	if err := <-errs; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled waiter: %v", err)
 	}
-	g.leave("L")
+	g.exit("L")
 	if err := g.enter(context.Background(), never, "L", "c", false); err != nil {
 		t.Fatalf("gate not free after the holder left and the waiter gave up: %v", err)
 	}

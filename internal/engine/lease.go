@@ -213,7 +213,7 @@ func (l *lease) release(ctx context.Context, cause error, complete bool) error {
 	c.watchdog.remove(l)
 	defer c.untrack(l)
 	defer l.cancel(cause)
-	defer l.leaveGate() // after the release: the next local owner finds the lock free
+	defer l.exitGate() // after the release: the next local owner finds the lock free
 
 	started := time.Now()
 	if l.order != nil {
@@ -318,13 +318,13 @@ func (l *lease) releaseResult(tally quorum.Tally[node.Released], need int) error
 	})
 }
 
-func (l *lease) leaveGate() {
-	l.gateOnce.Do(func() { l.mutex.client.gates.leave(l.mutex.keys.Lock) })
+func (l *lease) exitGate() {
+	l.gateOnce.Do(func() { l.mutex.client.gates.exit(l.mutex.keys.Lock) })
 }
 
-// settle records which nodes failed the winning round's acquire without
+// noteGrant records which nodes failed the winning round's acquire without
 // an answer, and which were never sent it.
-func (l *lease) settle(granted quorum.Tally[node.Acquired]) {
+func (l *lease) noteGrant(granted quorum.Tally[node.Acquired]) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, reply := range granted.Replies {
@@ -402,7 +402,7 @@ func (l *lease) lose(cause error) {
 	l.mu.Unlock()
 	l.cancel(cause)
 	l.mutex.client.watchdog.remove(l)
-	l.leaveGate()
+	l.exitGate()
 	s := &l.mutex.settings
 	s.Logger.Warn("redlock: lease lost", "lock", l.mutex.name, "owner", l.owner, "err", cause)
 	if hook := s.Observer.Lost; hook != nil {

@@ -129,7 +129,7 @@ func TestUndo_leavesTheQueueOnlyOnceTheCallEnded(t *testing.T) {
 	for _, ended := range []bool{false, true} {
 		// A call and owner of each pass's own: the first pass's
 		// tombstone and place must not speak for the second.
-		k := &call{m: m, owner: fmt.Sprint("waiter-", ended), id: fmt.Sprint("call-", ended), wait: true}
+		k := &lockCall{m: m, owner: fmt.Sprint("waiter-", ended), id: fmt.Sprint("call-", ended), wait: true}
 		k.ended.Store(ended)
 		hold := k.nextHold()
 		// The attempt's acquire, run on node 2 after its call timed out:

@@ -20,22 +20,22 @@ import (
 // hands the lock to one waiter and wakes only it.
 type mode interface {
 	// enter starts call k, before its first attempt.
-	enter(ctx context.Context, k *call) error
+	enter(ctx context.Context, k *lockCall) error
 	// acquire runs the acquire script of k's attempt hold on node i.
-	acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error)
+	acquire(ctx context.Context, order *node.Order, i int, k *lockCall, hold string) (node.Acquired, error)
 	// undo drops the hold of k's failed attempt on node i, which granted it.
-	undo(ctx context.Context, i int, k *call, hold string) error
+	undo(ctx context.Context, i int, k *lockCall, hold string) error
 	// pace adjusts the wait after a failed attempt, and says whether the
 	// next attempt asks the lead node first.
 	pace(delay time.Duration, last outcome) (time.Duration, bool)
 	// dequeue takes k's owner off the queue of the given nodes, where a
 	// TryLock may have queued it.
-	dequeue(ctx context.Context, nodes []int, k *call)
+	dequeue(ctx context.Context, nodes []int, k *lockCall)
 	// finish ends call k with lease (nil when it failed).
-	finish(ctx context.Context, k *call, lease *lease)
+	finish(ctx context.Context, k *lockCall, lease *lease)
 	// releasing: the release of the lease of k's hold starts, and k
 	// heard notices (k.handoff).
-	releasing(k *call, hold string)
+	releasing(k *lockCall, hold string)
 
 	// owner is a call's owner: ctx's, the readers', or a new one (fresh).
 	owner(ctx context.Context) (owner string, fresh bool, err error)
@@ -44,7 +44,7 @@ type mode interface {
 	// holdContext gives a lease's Context what it carries of its hold.
 	holdContext(values context.Context, l *lease) context.Context
 	// subscribe starts waking k on release notices.
-	subscribe(k *call)
+	subscribe(k *lockCall)
 	// leaveAfter takes owner off node i's queue after hold's release there.
 	leaveAfter(ctx context.Context, i int, owner, hold string)
 	// behind reports that holder's holds are a waiting writer's that
@@ -79,13 +79,13 @@ type waiters struct {
 }
 
 // takeTicket gives k its place in the queue, in the nodes' time.
-func (w waiters) takeTicket(ctx context.Context, k *call) {
+func (w waiters) takeTicket(ctx context.Context, k *lockCall) {
 	c := w.m.client
 	k.ticket = c.tickets.Next(c.clock.Now(ctx, w.queue))
 }
 
 // undo: a waiter keeps its place in the queue on the nodes that granted.
-func (w waiters) undo(ctx context.Context, i int, k *call, hold string) error {
+func (w waiters) undo(ctx context.Context, i int, k *lockCall, hold string) error {
 	if !k.wait {
 		_, _, err := w.queue.Release(ctx, i, k.owner, hold, 0)
 		return err
@@ -96,7 +96,7 @@ func (w waiters) undo(ctx context.Context, i int, k *call, hold string) error {
 
 // leaveQueue: the waiter leaves the queue on every node that may still
 // hold its place (or a lock handed to it that the lease does not count).
-func (w waiters) leaveQueue(ctx context.Context, k *call, lease *lease) {
+func (w waiters) leaveQueue(ctx context.Context, k *lockCall, lease *lease) {
 	var queued []int
 	for i := range w.m.client.nodes {
 		// A node that granted took us off its queue. One still to answer
@@ -140,7 +140,7 @@ func (w waiters) leaveQueue(ctx context.Context, k *call, lease *lease) {
 // releasing: notices heard from now on do not count, and the queues not
 // left yet are left now, each leave placed on its node ahead of the
 // release.
-func (w waiters) releasing(k *call, hold string) {
+func (w waiters) releasing(k *lockCall, hold string) {
 	k.handoff.freeze(hold)
 	rest := k.handoff.takeLeave(hold)
 	if len(rest) == 0 {
@@ -179,7 +179,7 @@ func (w waiters) holdContext(values context.Context, l *lease) context.Context {
 }
 
 // subscribe: k hears the notices naming the queue's head.
-func (w waiters) subscribe(k *call) {
+func (w waiters) subscribe(k *lockCall) {
 	var heard func(int, string)
 	if k.handoff != nil {
 		heard = k.handoff.heard
@@ -200,7 +200,7 @@ func (waiters) shared() bool { return false }
 // one round; one that was refused waits in the nodes' queue for a handoff.
 type plainMode struct{ waiters }
 
-func (p plainMode) enter(ctx context.Context, k *call) error {
+func (p plainMode) enter(ctx context.Context, k *lockCall) error {
 	m, c := p.m, p.m.client
 	if err := c.gates.enter(ctx, c.done, m.keys.Lock, k.owner, k.wait); err != nil {
 		switch {
@@ -222,7 +222,7 @@ func (p plainMode) enter(ctx context.Context, k *call) error {
 }
 
 // acquire: a TryLock does not queue (it will not wait for a handoff).
-func (p plainMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
+func (p plainMode) acquire(ctx context.Context, order *node.Order, i int, k *lockCall, hold string) (node.Acquired, error) {
 	if !k.wait {
 		return p.m.client.nodes[i].Acquire(ctx, order, p.m.keys.Node(), k.owner, hold, p.m.settings.TTL)
 	}
@@ -237,15 +237,15 @@ func (p plainMode) pace(delay time.Duration, last outcome) (time.Duration, bool)
 	return min(delay, p.queue.Heartbeat()), last.split
 }
 
-func (plainMode) dequeue(context.Context, []int, *call) {} // a plain TryLock never queues
+func (plainMode) dequeue(context.Context, []int, *lockCall) {} // a plain TryLock never queues
 
 // finish: a lease takes over the gate entry, and leaves it when it ends.
-func (p plainMode) finish(ctx context.Context, k *call, lease *lease) {
+func (p plainMode) finish(ctx context.Context, k *lockCall, lease *lease) {
 	if k.wait {
 		p.leaveQueue(ctx, k, lease)
 	}
 	if k.gated && lease == nil {
-		p.m.client.gates.leave(p.m.keys.Lock)
+		p.m.client.gates.exit(p.m.keys.Lock)
 	}
 }
 
@@ -255,7 +255,7 @@ type fairMode struct{ waiters }
 
 // enter: a waiter takes its ticket and subscribes to notices with its
 // first attempt (and waits for the subscription if that attempt fails).
-func (f fairMode) enter(ctx context.Context, k *call) error {
+func (f fairMode) enter(ctx context.Context, k *lockCall) error {
 	f.takeTicket(ctx, k)
 	if k.wait {
 		k.subscribe()
@@ -263,7 +263,7 @@ func (f fairMode) enter(ctx context.Context, k *call) error {
 	return nil
 }
 
-func (f fairMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
+func (f fairMode) acquire(ctx context.Context, order *node.Order, i int, k *lockCall, hold string) (node.Acquired, error) {
 	return f.queue.Acquire(ctx, order, i, k.owner, hold, k.ticket)
 }
 
@@ -283,11 +283,11 @@ func (f fairMode) pace(delay time.Duration, last outcome) (time.Duration, bool) 
 // themselves at the head of some node's queue: a few round trips.
 const fairRetryJitter = 8 * time.Millisecond
 
-func (f fairMode) dequeue(ctx context.Context, nodes []int, k *call) {
+func (f fairMode) dequeue(ctx context.Context, nodes []int, k *lockCall) {
 	f.queue.Leave(ctx, nodes, k.owner, k.id)
 }
 
-func (f fairMode) finish(ctx context.Context, k *call, lease *lease) { f.leaveQueue(ctx, k, lease) }
+func (f fairMode) finish(ctx context.Context, k *lockCall, lease *lease) { f.leaveQueue(ctx, k, lease) }
 
 // readMode is the read side of an RWMutex: no gate (readers of one Client
 // do not exclude each other), no place in the queue (a writer is handed
@@ -303,7 +303,7 @@ type readMode struct {
 // its first refusal, as a Mutex's waiter does (call.watch), so that a
 // reader that gets the lock at once never waits for a subscription (a
 // paused node would hold that up for the node timeout).
-func (r readMode) enter(ctx context.Context, k *call) error {
+func (r readMode) enter(ctx context.Context, k *lockCall) error {
 	k.nested = readHeld(ctx, r.m) != nil
 	if k.wait && r.m.client.hub.Active(r.channel) {
 		k.subscribe()
@@ -312,16 +312,16 @@ func (r readMode) enter(ctx context.Context, k *call) error {
 }
 
 // subscribe starts waking k on every notice of the readers' channel.
-func (r readMode) subscribe(k *call) {
+func (r readMode) subscribe(k *lockCall) {
 	c := r.m.client
 	k.watcher = c.hub.Subscribe(r.channel, r.m.settings.QuorumOf(len(c.nodes)), func(string) bool { return true }, nil)
 }
 
-func (r readMode) acquire(ctx context.Context, order *node.Order, i int, k *call, hold string) (node.Acquired, error) {
+func (r readMode) acquire(ctx context.Context, order *node.Order, i int, k *lockCall, hold string) (node.Acquired, error) {
 	return r.m.client.nodes[i].AcquireRead(ctx, order, r.m.keys.Node(), hold, r.m.settings.TTL, k.nested)
 }
 
-func (r readMode) undo(ctx context.Context, i int, k *call, hold string) error {
+func (r readMode) undo(ctx context.Context, i int, k *lockCall, hold string) error {
 	_, _, err := r.m.queue.Release(ctx, i, k.owner, hold, 0)
 	return err
 }
@@ -330,11 +330,11 @@ func (readMode) pace(delay time.Duration, _ outcome) (time.Duration, bool) {
 	return min(delay, readerRecheck), false
 }
 
-func (readMode) dequeue(context.Context, []int, *call) {}
+func (readMode) dequeue(context.Context, []int, *lockCall) {}
 
-func (readMode) finish(context.Context, *call, *lease) {}
+func (readMode) finish(context.Context, *lockCall, *lease) {}
 
-func (readMode) releasing(*call, string) {} // readers take no lease from notices
+func (readMode) releasing(*lockCall, string) {} // readers take no lease from notices
 
 // owner: every read hold is the readers'; nested read holds are told
 // apart by their hold ids.

@@ -74,8 +74,8 @@ func gaveUp(ctx context.Context, last error) error {
 	return fmt.Errorf("%w: %w (last attempt: %w)", core.ErrNotAcquired, reason, last)
 }
 
-// call is the state of one Lock or TryLock call.
-type call struct {
+// lockCall is the state of one Lock or TryLock call.
+type lockCall struct {
 	m       *Mutex
 	owner   string
 	wait    bool
@@ -100,14 +100,14 @@ type call struct {
 // nextHold is the hold id of k's next attempt: "<call id>.<n>", n counting
 // from 1, so that a node can tell a later attempt of the call from an
 // earlier one, and from another call's (see handed_rule in guard.lua).
-func (k *call) nextHold() string {
+func (k *lockCall) nextHold() string {
 	k.holds++
 	return k.id + "." + strconv.Itoa(k.holds)
 }
 
 // undoing records the undo of a failed attempt, running in the
 // background until done is closed; those already finished are dropped.
-func (k *call) undoing(done <-chan struct{}) {
+func (k *lockCall) undoing(done <-chan struct{}) {
 	k.undos = slices.DeleteFunc(k.undos, func(undo <-chan struct{}) bool {
 		select {
 		case <-undo:
@@ -182,12 +182,12 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 
 // newCall makes the state of one Lock or TryLock call: its owner (the
 // ctx's, the readers', or a new one) and how it may be handed the lock.
-func (m *Mutex) newCall(ctx context.Context, wait bool) (*call, error) {
+func (m *Mutex) newCall(ctx context.Context, wait bool) (*lockCall, error) {
 	owner, fresh, err := m.mode.owner(ctx)
 	if err != nil {
 		return nil, err
 	}
-	k := &call{m: m, owner: owner, wait: wait, id: reentrant.NewID()}
+	k := &lockCall{m: m, owner: owner, wait: wait, id: reentrant.NewID()}
 	if wait && fresh && m.mode.adopts() {
 		// Only an owner id of this call's own: two calls that share one
 		// (WithOwner) both write its place on the nodes, so a notice
@@ -201,7 +201,7 @@ func (m *Mutex) newCall(ctx context.Context, wait bool) (*call, error) {
 // won ends call k with lease, granted. If ctx ended as it was granted, the
 // caller has stopped waiting and would never unlock it: it is given back
 // (as x/sync/semaphore does), and the release leaves the gate.
-func (m *Mutex) won(ctx context.Context, k *call, lease *lease, votes int, began time.Time, last error) (*lease, error) {
+func (m *Mutex) won(ctx context.Context, k *lockCall, lease *lease, votes int, began time.Time, last error) (*lease, error) {
 	cancelled := ctx.Err() != nil
 	k.finish(ctx, lease)
 	if cancelled {
@@ -219,7 +219,7 @@ func (m *Mutex) won(ctx context.Context, k *call, lease *lease, votes int, began
 // ends returns, once k is finished, the error that ends a call whose
 // attempt failed with o (a TryLock, a configuration or key conflict, every
 // quorum quarantined past the deadline); nil when the call waits on.
-func (k *call) ends(ctx context.Context, o outcome) error {
+func (k *lockCall) ends(ctx context.Context, o outcome) error {
 	var stop *stopError
 	if !k.wait || errors.Is(o.err, core.ErrConfig) || errors.As(o.err, &stop) {
 		k.finish(ctx, nil)
@@ -239,7 +239,7 @@ func (k *call) ends(ctx context.Context, o outcome) error {
 // the hold the queue hands the lock to, and the far nodes' notices naming
 // the old one are lost. Quarantined nodes grant nothing before they vote
 // again.
-func (k *call) subscribeFirst(ctx context.Context, o outcome) bool {
+func (k *lockCall) subscribeFirst(ctx context.Context, o outcome) bool {
 	if k.watcher != nil && !k.unconfirmed {
 		return false
 	}
@@ -251,7 +251,7 @@ func (k *call) subscribeFirst(ctx context.Context, o outcome) bool {
 // sleep waits delay for the next attempt, or less: a release notice, a
 // lock handed over by a quorum. It finishes k and returns why when ctx
 // ends (last: what the last attempt saw) or the Client closes.
-func (k *call) sleep(ctx context.Context, delay time.Duration, last error) error {
+func (k *lockCall) sleep(ctx context.Context, delay time.Duration, last error) error {
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
 	var handed <-chan struct{}
@@ -276,18 +276,18 @@ func (k *call) sleep(ctx context.Context, delay time.Duration, last error) error
 }
 
 // enter starts the call, as the mutex's mode does.
-func (k *call) enter(ctx context.Context) error { return k.m.mode.enter(ctx, k) }
+func (k *lockCall) enter(ctx context.Context) error { return k.m.mode.enter(ctx, k) }
 
 // watch starts waking k on release notices, once its subscription is
 // confirmed by a quorum.
-func (k *call) watch(ctx context.Context) {
+func (k *lockCall) watch(ctx context.Context) {
 	k.subscribe()
 	k.confirmWatch(ctx)
 }
 
 // subscribe starts waking k on release notices, and returns while the
 // subscription goes out: the first attempt need not wait for it.
-func (k *call) subscribe() {
+func (k *lockCall) subscribe() {
 	k.unconfirmed = true
 	k.m.mode.subscribe(k)
 }
@@ -295,7 +295,7 @@ func (k *call) subscribe() {
 // confirmWatch subscribes k, if it is not, and waits until a quorum of the
 // nodes confirmed its subscription. It reports whether it was confirmed
 // already.
-func (k *call) confirmWatch(ctx context.Context) bool {
+func (k *lockCall) confirmWatch(ctx context.Context) bool {
 	if k.watcher == nil {
 		k.subscribe()
 	}
@@ -308,7 +308,7 @@ func (k *call) confirmWatch(ctx context.Context) bool {
 }
 
 // finish ends the call with lease (nil when it failed).
-func (k *call) finish(ctx context.Context, lease *lease) {
+func (k *lockCall) finish(ctx context.Context, lease *lease) {
 	k.ended.Store(true)
 	if lease == nil {
 		// Giving up: nothing of this call may stay locked when it returns.
@@ -332,10 +332,10 @@ func (k *call) finish(ctx context.Context, lease *lease) {
 // notices until it has left the nodes' queues (waiters.leaveQueue, which
 // then calls unwatch): a call that may take leases from notices, granted,
 // learns from the notices still arriving which nodes handed it the lock.
-func (k *call) watchOn(lease *lease) bool { return lease != nil && k.handoff != nil }
+func (k *lockCall) watchOn(lease *lease) bool { return lease != nil && k.handoff != nil }
 
 // unwatch ends the watching that watchOn kept on.
-func (k *call) unwatch() {
+func (k *lockCall) unwatch() {
 	if k.watcher != nil && k.handoff != nil {
 		k.watcher.Leave(true)
 	}

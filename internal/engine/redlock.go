@@ -42,8 +42,8 @@ type Client struct {
 	// round, deferred releases); Close waits for all of them.
 	background sync.WaitGroup
 
-	done  chan struct{}  // closed by Close: waiters give up
-	calls sync.WaitGroup // Lock, TryLock, Unlock and Extend calls in progress
+	done   chan struct{}  // closed by Close: waiters give up
+	active sync.WaitGroup // Lock, TryLock, Unlock and Extend calls in progress
 
 	mu     sync.Mutex
 	closed bool
@@ -175,7 +175,7 @@ func (c *Client) Close() error {
 	c.stopWarm()
 	// Calls in progress end soon (waiters see done; a round is bounded by
 	// the node timeout); only then is the set of leases final.
-	c.calls.Wait()
+	c.active.Wait()
 	c.releaseAll()
 	c.watchdog.close()
 	c.hub.Close()
@@ -294,11 +294,11 @@ func (c *Client) begin() bool {
 	if c.closed {
 		return false
 	}
-	c.calls.Add(1)
+	c.active.Add(1)
 	return true
 }
 
-func (c *Client) end() { c.calls.Done() }
+func (c *Client) end() { c.active.Done() }
 
 // nodeError wraps a node's failure and tells the observer.
 func (c *Client) nodeError(s *core.Settings, index int, err error) *core.NodeError {

@@ -63,7 +63,7 @@ func (m *Mutex) leaveAfterRelease(ctx context.Context, i int, owner, hold string
 // undoGrant drops the hold of k's failed attempt on node i, which granted
 // it; as releaseNode otherwise (the sweeper retries it when the node does
 // not answer).
-func (m *Mutex) undoGrant(ctx context.Context, i int, k *call, hold string) {
+func (m *Mutex) undoGrant(ctx context.Context, i int, k *lockCall, hold string) {
 	ctx, cancel := context.WithTimeout(ctx, m.settings.RoundTimeout())
 	defer cancel()
 	if err := m.mode.undo(ctx, i, k, hold); err != nil {

@@ -30,7 +30,7 @@ type outcome struct {
 // returns a lease when a quorum granted within the validity window.
 // Otherwise it undoes every grant (and every call whose fate is unknown)
 // before it returns, so a failed attempt leaves nothing locked.
-func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, outcome) {
+func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*lease, outcome) {
 	r := &attemptState{k: k, hold: k.nextHold(), order: new(node.Order), lead: -1, lead0: -1}
 	if k.handoff != nil {
 		k.handoff.attempting()
@@ -65,7 +65,7 @@ func (m *Mutex) attempt(ctx context.Context, k *call, leadFirst bool) (*lease, o
 // release waits on (so that on every node it runs after this acquire,
 // never before it), and the lead node asked first.
 type attemptState struct {
-	k         *call
+	k         *lockCall
 	hold      string
 	order     *node.Order
 	start     time.Time
@@ -181,7 +181,7 @@ func (m *Mutex) lost(ctx context.Context, r *attemptState, round *quorum.Round[n
 // tally. The lease's release waits on order (nil: none). With fencing on,
 // the lease is fenced before it is returned, and given back when that
 // fails.
-func (m *Mutex) grant(ctx context.Context, k *call, hold string, start, until time.Time, order *node.Order,
+func (m *Mutex) grant(ctx context.Context, k *lockCall, hold string, start, until time.Time, order *node.Order,
 	granted func(*lease) quorum.Tally[node.Acquired]) (*lease, outcome) {
 	lease := newLease(ctx, m, k.owner, hold, start, until)
 	lease.order = order
@@ -194,7 +194,7 @@ func (m *Mutex) grant(ctx context.Context, k *call, hold string, start, until ti
 		lease.gateOnce.Do(func() {})
 	}
 	k.granted = granted(lease)
-	lease.settle(k.granted)
+	lease.noteGrant(k.granted)
 	if m.settings.Fencing {
 		if err := lease.fence(ctx, k.granted.Replies); err != nil {
 			// The call keeps its gate entry (finish leaves it), so
@@ -219,7 +219,7 @@ func (m *Mutex) grant(ctx context.Context, k *call, hold string, start, until ti
 // node timeout; a release that is not answered goes on in the Client's
 // sweeper). lead0 is the lead node asked first (-1: none), leadFirst its
 // first answer.
-func (m *Mutex) undo(ctx context.Context, k *call, round *quorum.Round[node.Acquired], owner, hold string,
+func (m *Mutex) undo(ctx context.Context, k *lockCall, round *quorum.Round[node.Acquired], owner, hold string,
 	lead0 int, leadFirst quorum.Reply[node.Acquired]) (done <-chan struct{}) {
 	c, undo := m.client, context.WithoutCancel(ctx)
 	fateUnknown := func(reply quorum.Reply[node.Acquired]) bool {

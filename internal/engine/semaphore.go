@@ -112,8 +112,8 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 		return nil, core.ErrClosed
 	}
 	defer c.end()
-	s.enter()
-	defer s.leave()
+	s.addUser()
+	defer s.dropUser()
 	if err := s.confirm(ctx, wait); err != nil {
 		return nil, err
 	}
@@ -176,7 +176,7 @@ func (s *Semaphore) lent(ctx context.Context, l *lease) (*Lease, error) {
 			s.bound = nil
 		}
 		s.mu.Unlock()
-		s.leave()
+		s.dropUser()
 	})
 	return &Lease{held: &permit{lease: l, sem: s}}, nil
 }
@@ -228,9 +228,9 @@ func (s *Semaphore) unconfirmed() {
 	}
 }
 
-// enter counts a user of the count (a call, or a permit out) and starts
+// addUser counts a user of the count (a call, or a permit out) and starts
 // the keeper if none runs.
-func (s *Semaphore) enter() {
+func (s *Semaphore) addUser() {
 	s.mu.Lock()
 	s.users++
 	start := !s.keeping
@@ -241,7 +241,7 @@ func (s *Semaphore) enter() {
 	}
 }
 
-func (s *Semaphore) leave() {
+func (s *Semaphore) dropUser() {
 	s.mu.Lock()
 	s.users--
 	s.mu.Unlock()

@@ -220,15 +220,15 @@ func (w *watchdog) renew(batch []*lease) {
 	// stragglers before letting Unlock run (their renewal would otherwise
 	// land after the release and re-create the key).
 	decided := make([]bool, len(leases))
-	w.settle(leases, decided, round.Wait(w.ctx), start, false)
+	w.apply(leases, decided, round.Wait(w.ctx), start, false)
 	waitAll, cancel := context.WithTimeout(w.ctx, timeout)
 	defer cancel()
-	w.settle(leases, decided, round.WaitAll(waitAll), start, true)
+	w.apply(leases, decided, round.WaitAll(waitAll), start, true)
 }
 
-// settle applies a round's tally to the leases not decided yet; final
+// apply applies a round's tally to the leases not decided yet; final
 // decides them all.
-func (w *watchdog) settle(leases []*lease, decided []bool, tally quorum.Tally[[]node.Renewed], start time.Time, final bool) {
+func (w *watchdog) apply(leases []*lease, decided []bool, tally quorum.Tally[[]node.Renewed], start time.Time, final bool) {
 	c := w.client
 	n := len(c.nodes)
 	for i, l := range leases {
