@@ -290,7 +290,7 @@ func (l *lease) releaseRound(ctx context.Context, head *nextHead) *quorum.Round[
 				// Nothing to release, and no answer to count.
 				return quorum.Reply[node.Released]{Vote: quorum.Failed, Err: fmt.Errorf("%w: nothing of this lease was sent there", node.ErrNotSent)}
 			}
-			released, named, err := m.releaseNamingHead(ctx, i, l.owner, l.hold, unsure[i])
+			released, named, err := m.dropHold(ctx, i, l.owner, l.hold, unsure[i])
 			if err != nil && !node.Answered(err) {
 				var leaving func() bool
 				if unsure[i] {

@@ -8,6 +8,11 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
+// The release paths, all through dropHold: a lease's release round
+// (lease.release), releaseNode for one node (with the sweeper behind it),
+// releaseNodes for several, undoGrant for a failed attempt's grant, and
+// the sweeper's retry (sweep.retry).
+
 // releaseNodes drops hold on the given nodes and waits for their answers
 // (each bounded by the node timeout); uncertain and leaving as in
 // releaseNode.
@@ -31,7 +36,7 @@ func always() bool { return true }
 func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, uncertain bool, leaving func() bool) {
 	ctx, cancel := context.WithTimeout(ctx, m.settings.RoundTimeout())
 	defer cancel()
-	_, err := m.releaseOn(ctx, i, owner, hold, uncertain)
+	_, _, err := m.dropHold(ctx, i, owner, hold, uncertain)
 	switch {
 	case err == nil && leaving != nil && leaving():
 		m.leaveAfterRelease(ctx, i, owner, hold)
@@ -74,14 +79,10 @@ func (m *Mutex) undoGrant(ctx context.Context, i int, k *lockCall, hold string) 
 	}
 }
 
-func (m *Mutex) releaseOn(ctx context.Context, i int, owner, hold string, uncertain bool) (node.Released, error) {
-	released, _, err := m.releaseNamingHead(ctx, i, owner, hold, uncertain)
-	return released, err
-}
-
-// releaseNamingHead is releaseOn that also returns, when the lock was
-// handed to a waiter, that waiter's fingerprint.
-func (m *Mutex) releaseNamingHead(ctx context.Context, i int, owner, hold string, uncertain bool) (node.Released, string, error) {
+// dropHold is the release script on node i, the one call every release
+// path makes (undoGrant aside: a waiter's undo keeps its place in the
+// queue). named is the waiter the lock was handed to, if any.
+func (m *Mutex) dropHold(ctx context.Context, i int, owner, hold string, uncertain bool) (released node.Released, named string, err error) {
 	var tombstone time.Duration
 	if uncertain {
 		tombstone = m.settings.TTL

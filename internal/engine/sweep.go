@@ -117,7 +117,7 @@ func (item sweep) retry(i int) bool {
 	m := item.mutex
 	ctx, cancel := context.WithTimeout(context.Background(), m.settings.RoundTimeout())
 	defer cancel()
-	_, err := m.releaseOn(ctx, i, item.owner, item.hold, true)
+	_, _, err := m.dropHold(ctx, i, item.owner, item.hold, true)
 	if err != nil && !node.Answered(err) {
 		return false
 	}
