@@ -7,7 +7,7 @@
  * its client taken at any later moment, or never (lost); a node runs each
  * script atomically. A clock ticks; a node's key expires TTL ticks after
  * it was set; a lease is valid until start + TTL - DRIFT on the client's
- * clock, start taken before the first request (drift.go). Node clocks run
+ * clock, start taken before the first request (internal/core/validity.go). Node clocks run
  * at the clients' rate, but for node 0 under FAST.
  *
  * Properties (asserts):

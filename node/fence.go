@@ -80,7 +80,7 @@ func decodeRaised(reply any, token uint64) (uint64, error) {
 // at keys.Lock on the node (a hold field, or the lock handed to its owner
 // naming hold): it answers the counter after the call and true, or 0 and
 // false (nothing changed) when the hold is not there. It is the write-back
-// of a grant's token (see fencing.go in the root package).
+// of a grant's token (see internal/engine/fencing.go).
 func (n *Node) RaiseHeldFence(ctx context.Context, keys Keys, hold string, token uint64) (uint64, bool, error) {
 	used := []string{keys.Fence, keys.Lock}
 	reply, err := n.run(ctx, fenceHeldScript, ClockCheck{}, used, strconv.FormatUint(token, 10), hold).Result()
