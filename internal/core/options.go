@@ -145,26 +145,12 @@ func (s Settings) Validate(n int) error {
 	return nil
 }
 
-// WithRestartGuard sets d, how long a node that may have forgotten a lease
-// does not vote: d after its start when it restarted without an
-// append-only file, after a flush when it lost its marker (see
-// docs/restart-guard.md). d must be at least the longest TTL of any lease
-// on the same names. The default is the longest TTL this Client has used
-// when the Mutex is made; 0 turns the guard off. A node started less than
-// d ago votes at once only when declared new (`redlock init`).
+// WithRestartGuard implements redlock.WithRestartGuard, which documents it.
 func WithRestartGuard(d time.Duration) Option {
 	return func(s *Settings) { s.RestartGuard, s.GuardSet = d, true }
 }
 
-// WithClockCheck turns the check of the nodes' clock rates on or off
-// (default on). Every round trip to a node reads its clock (TIME, in the
-// same pipeline as the call). A node whose clock is proven to run faster
-// than 1 + the drift factor allows, or to have jumped forward, expires keys
-// early: its answers to acquires, renewals and fencing reads do not count
-// (Observer.Quarantined, a slog warning, ErrQuarantined in node errors)
-// until it has been found in bounds for a TTL after the last finding. It
-// rests on this process's monotonic clock running true, and is off on
-// Redis Cluster and Ring clients. See docs/safety.md, "The clock check".
+// WithClockCheck implements redlock.WithClockCheck, which documents it.
 func WithClockCheck(on bool) Option { return func(s *Settings) { s.ClockOff = !on } }
 
 // ClockCheck is the node-level form of the clock check of these settings.
@@ -175,18 +161,13 @@ func (s Settings) ClockCheck() node.ClockCheck {
 	return node.ClockCheck{MaxRate: 1 + s.DriftFactor, Hold: s.TTL}
 }
 
-// WithTTL sets how long a lease lives on the nodes without renewal
-// (default DefaultTTL). It must be in (0, MaxTTL] and longer than its drift
-// allowance (TTL*driftFactor + 2ms).
+// WithTTL implements redlock.WithTTL, which documents it.
 func WithTTL(ttl time.Duration) Option { return func(s *Settings) { s.TTL = ttl } }
 
-// WithWatchdog turns automatic renewal every TTL/3 on or off (default on).
-// Off, a lease lives its TTL unless Lease.Extend renews it.
+// WithWatchdog implements redlock.WithWatchdog, which documents it.
 func WithWatchdog(on bool) Option { return func(s *Settings) { s.Watchdog = on } }
 
-// WithQuorum sets how many nodes must agree (default N/2+1). k must be a
-// majority of the nodes (N/2 < k <= N); k = N makes every node necessary, as
-// Redisson's MultiLock does.
+// WithQuorum implements redlock.WithQuorum, which documents it.
 func WithQuorum(k int) Option {
 	return func(s *Settings) {
 		s.Quorum = k
@@ -196,24 +177,13 @@ func WithQuorum(k int) Option {
 	}
 }
 
-// WithDriftFactor sets the fraction of the TTL set aside for node clocks
-// running fast (default DefaultDriftFactor), in [0, 0.5): a lease's
-// validity window is the TTL less this share and 2ms, so never under half
-// the TTL but for those 2ms.
+// WithDriftFactor implements redlock.WithDriftFactor, which documents it.
 func WithDriftFactor(factor float64) Option { return func(s *Settings) { s.DriftFactor = factor } }
 
-// WithNodeTimeout bounds each call to one node (default DefaultNodeTimeout,
-// in (0, MaxTimeout]). go-redis honours it for clients made with
-// ContextTimeoutEnabled (Dial does so); with other clients a round still
-// returns on time, but a stuck call runs on until the client's own
-// ReadTimeout.
+// WithNodeTimeout implements redlock.WithNodeTimeout, which documents it.
 func WithNodeTimeout(d time.Duration) Option { return func(s *Settings) { s.NodeTimeout = d } }
 
-// WithRetry sets the backoff Lock waits between attempts when no release
-// notice comes (default: wait for the holder's remaining TTL, and back off
-// exponentially from 50 ms up to 2 s, each wait ±50 % at random, when the
-// nodes report none). The function is called once per Lock, so each call
-// gets a fresh BackOff.
+// WithRetry implements redlock.WithRetry, which documents it.
 func WithRetry(newBackOff func() backoff.BackOff) Option {
 	return func(s *Settings) { s.Retry = newBackOff }
 }
@@ -221,43 +191,22 @@ func WithRetry(newBackOff func() backoff.BackOff) Option {
 // WithFair makes the mutex fair: waiters get the lock in arrival order.
 func WithFair() Option { return func(s *Settings) { s.Fair = true } }
 
-// WithQueueTimeout sets how long a fair-mode waiter keeps its place without
-// a heartbeat (default DefaultQueueTimeout), in (0, MaxTimeout]; a plain
-// waiter keeps it for the TTL plus this. A crashed waiter is passed over
-// once its place lapsed; a lock handed to a waiter is kept for it at most
-// this long (or the TTL, when shorter: the span of a lease it takes from
-// the handoff notices).
+// WithQueueTimeout implements redlock.WithQueueTimeout, which documents it.
 func WithQueueTimeout(d time.Duration) Option { return func(s *Settings) { s.QueueTimeout = d } }
 
-// WithFencing makes every grant carry a fencing token (Lease.Token): when
-// a lease of one owner ended (Until passed, or Unlock began) before a
-// lease of another owner was granted, the later token is greater, while
-// the lock's own assumptions hold; tokens of overlapping holds of one
-// owner are not ordered. It costs one round trip more per grant (two for a
-// lease adopted from the handoff notices). Tokens are about the nodes'
-// clocks in microseconds, so that they keep increasing when nodes restart
-// empty after the TTL: compare them, do not count with them.
-// See docs/safety.md, "Fencing tokens" and "Why fencing tokens increase".
+// WithFencing implements redlock.WithFencing, which documents it.
 func WithFencing() Option { return func(s *Settings) { s.Fencing = true } }
 
-// WithKeyPrefix sets the prefix of every key and channel (default
-// DefaultKeyPrefix). The lock name goes into a hash tag after it, so all
-// keys of one lock share a Redis Cluster slot.
+// WithKeyPrefix implements redlock.WithKeyPrefix, which documents it.
 func WithKeyPrefix(prefix string) Option { return func(s *Settings) { s.KeyPrefix = prefix } }
 
-// WithLogger sets where lost leases and node faults are logged (default:
-// nowhere). Like Observer hooks, its handler runs on the library's
-// goroutines, at times with a lease's renewal in progress: it must not
-// block on anything that waits for an Unlock.
+// WithLogger implements redlock.WithLogger, which documents it.
 func WithLogger(logger *slog.Logger) Option { return func(s *Settings) { s.Logger = logger } }
 
 // WithObserver sets hooks called on lock events, for metrics.
 func WithObserver(observer Observer) Option { return func(s *Settings) { s.Observer = observer } }
 
-// WithTLS sets the TLS configuration Dial uses for rediss:// nodes (for a
-// private CA: RootCAs; for client certificates: Certificates). Each node
-// gets a clone whose ServerName, when empty, is the URL's host. It has no
-// effect on New, whose clients carry their own TLS settings.
+// WithTLS implements redlock.WithTLS, which documents it.
 func WithTLS(config *tls.Config) Option { return func(s *Settings) { s.TLS = config } }
 
 // RoundTimeout is how long a fan-out round may take: the node timeout,

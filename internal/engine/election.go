@@ -41,10 +41,7 @@ type Election struct {
 	err    error  // invalid configuration, reported by every method
 }
 
-// Election returns the election called name. It is cheap and safe for
-// concurrent use; options override the Client's defaults (WithFencing is
-// always on: terms are tokens). Invalid input is reported by Campaign
-// and Leader as ErrConfig, and closes Observe's channel at once.
+// Election implements redlock.Client.Election, which documents it.
 func (c *Client) Election(name string, opts ...core.Option) *Election {
 	e := &Election{client: c, name: name, mutex: c.Mutex(name, append(slices.Clip(opts), core.WithFencing())...)}
 	e.err = e.mutex.err
@@ -58,14 +55,7 @@ func (c *Client) Election(name string, opts ...core.Option) *Election {
 // Name is the election's name.
 func (e *Election) Name() string { return e.name }
 
-// Campaign waits until this candidate is the leader, or ctx is done, and
-// returns its leadership as a Lease: Token is the term, Context ends when
-// leadership is lost (ErrLost) or given up, Unlock resigns. value is
-// published for Leader and Observe before Campaign returns; a candidate
-// that could not publish it on a quorum resigns and returns the error.
-// When ctx ends first (even while the value is being published), the
-// error matches ErrNotAcquired and ctx's error, and nothing is left held.
-// Every Campaign is a candidate of its own, even with a lease's Context.
+// Campaign implements redlock.Election.Campaign, which documents it.
 func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 	if e.err != nil {
 		return nil, e.err
@@ -158,11 +148,7 @@ func (e *Election) publish(ctx context.Context, lease *lease, record node.Record
 	return nil
 }
 
-// Leader reads the current leader: the holder of the election's lock on a
-// quorum of nodes, with the value it published. It returns ErrNoLeader
-// when no candidate holds it on a quorum, or the holder has not finished
-// its Campaign (its value is not published yet); ErrNoQuorum when fewer
-// than a quorum of nodes answered. It changes nothing on the nodes.
+// Leader implements redlock.Election.Leader, which documents it.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	if e.err != nil {
 		return Leader{}, e.err
@@ -213,14 +199,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	return Leader{Value: latest.Value, Term: latest.Term}, nil
 }
 
-// Observe streams the leader: the current one first, then each change
-// (another term or value), read every tenth of the TTL (at least every
-// 10 ms, at most every second). Leader{} (Term 0) means no leader: none
-// holds it, the leader was lost or resigned, or fewer than a quorum of
-// nodes answered. A leader that is lost shows as such a change, once its
-// keys expired on the nodes. The channel is closed when ctx ends or the
-// Client closes (at once for an invalid election or a nil ctx). A value
-// not received is replaced by the next: a slow reader sees the latest.
+// Observe implements redlock.Election.Observe, which documents it.
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	ch := make(chan Leader)
 	c := e.client

@@ -56,14 +56,7 @@ type NodeInfo struct {
 	Fence   uint64
 }
 
-// Inspect reads the lock called name (with the Client's key prefix) on
-// every node, each within the node timeout, and changes nothing: who
-// holds it (as a fingerprint: node.Fingerprint of an owner id, never the
-// id, which would let the reader release the lock), how often, for how
-// long, who waits, the fence. Every node's view is in Nodes. It returns
-// the info and an error matching ErrNoQuorum when fewer than a quorum of
-// nodes answered (Held is then false: too few nodes to tell); nodes that
-// failed are also *NodeError in that error, and their Err in Nodes.
+// Inspect implements redlock.Client.Inspect, which documents it.
 func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 	info := LockInfo{Name: name}
 	if ctx == nil {
@@ -142,16 +135,7 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 	return info, nil
 }
 
-// ForceUnlock is for operators: it removes every hold of the lock called
-// name (with the Client's key prefix), whoever holds it, on every node it
-// reaches, raises the fence above every counter it saw, and passes the
-// lock to a waiter, if any, as a release does. The old holder is not told:
-// its lease ends (ErrLost) at its first renewal that starts after
-// ForceUnlock at the latest; until then only fencing tokens protect the
-// resource. It returns nil when every node answered, an error matching
-// ErrNoQuorum when fewer than a quorum did (the holds on the others expire
-// at their TTL), and otherwise the failing nodes' *NodeError.
-// See docs/features.md, "ForceUnlock: what the old holder sees".
+// ForceUnlock implements redlock.Client.ForceUnlock, which documents it.
 func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", core.ErrConfig)

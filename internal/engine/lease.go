@@ -33,55 +33,25 @@ type held interface {
 	Extend(ctx context.Context) error
 }
 
-// Context is done when the lease is lost (cause ErrLost: the validity
-// window ended without a quorum renewal) or released (cause ErrReleased or
-// ErrClosed); context.Cause tells which. It carries the owner, so
-// m.Lock(lease.Context()) re-enters. It keeps the values of the ctx given to
-// Lock but not its cancellation. A Multi lease's ends when any part's
-// does, with that part's cause.
-//
-// Mutual exclusion holds only while this Context is not done: code under
-// the lock must stop acting on the protected resource when it is, and
-// should pass Token to the resource where it can (see WithFencing).
+// Context implements redlock.Lease.Context, which documents it.
 func (l *Lease) Context() context.Context { return l.held.Context() }
 
 // Done is closed when the lease is lost or released: Context().Done().
 func (l *Lease) Done() <-chan struct{} { return l.held.Context().Done() }
 
-// Err is nil while the lease is held, ErrLost once it was lost, ErrReleased
-// after Unlock, ErrClosed after the Client's Close. A Multi lease's is the
-// first part's that is not nil.
+// Err implements redlock.Lease.Err, which documents it.
 func (l *Lease) Err() error { return l.held.Err() }
 
-// Until is the end of the validity window known now: no node that granted
-// or renewed this lease expires it earlier (given node clocks that run
-// fast, against this process's monotonic clock, by less than the drift
-// factor). It moves forward with each quorum renewal. Past it, the lease
-// is lost; Context is cancelled then, by a timer on this process's
-// monotonic clock (timer latency aside). A Multi lease's is the earliest
-// of its parts'.
+// Until implements redlock.Lease.Until, which documents it.
 func (l *Lease) Until() time.Time { return l.held.Until() }
 
-// Token is the fencing token of this grant (with WithFencing; 0 without).
-// It is greater than the token of any lease of another owner that ended
-// (Until passed, or Unlock began) before this one was granted, as long as
-// the lock's own assumptions hold (see docs/safety.md). Between overlapping
-// holds of one owner (re-entrant holds, WithOwner in two processes) tokens
-// are not ordered. A Multi lease's is its first part's (in lock order).
-// Give it to the resource the lock protects, and have the resource refuse
-// a token lower than one it saw.
+// Token implements redlock.Lease.Token, which documents it.
 func (l *Lease) Token() uint64 { return l.held.Token() }
 
 // Owner is the owner id this lease holds the lock for.
 func (l *Lease) Owner() string { return l.held.Owner() }
 
-// Unlock releases this hold. The last hold of the owner deletes the lock
-// and wakes waiters. Renewal of this lease stops before Unlock sends
-// anything. It returns ErrReleased when the lease was already unlocked,
-// ErrNotHeld when the hold was no longer on a quorum of nodes (the lease
-// had expired; another owner's lock is left untouched), and ErrNoQuorum
-// when too few nodes answered (the holds left expire at their TTL). A
-// Multi lease unlocks every part, in reverse lock order.
+// Unlock implements redlock.Lease.Unlock, which documents it.
 func (l *Lease) Unlock(ctx context.Context) error {
 	if l == nil || l.held == nil {
 		return fmt.Errorf("%w: Unlock of a nil Lease", core.ErrConfig)
@@ -92,13 +62,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	return l.held.Unlock(ctx)
 }
 
-// Extend renews the lease to a full TTL on a quorum of nodes, for leases
-// without the watchdog. A node that lost the key (restarted empty) gets it
-// back when it is free there. Until moves forward only when a quorum
-// confirmed within the validity window. It returns ErrLost when the lease
-// already expired, ErrNotHeld when another owner holds the lock on too many
-// nodes, ErrNoQuorum when too few nodes answered. A Multi lease extends
-// every part.
+// Extend implements redlock.Lease.Extend, which documents it.
 func (l *Lease) Extend(ctx context.Context) error {
 	if l == nil || l.held == nil {
 		return fmt.Errorf("%w: Extend of a nil Lease", core.ErrConfig)

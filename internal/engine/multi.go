@@ -22,11 +22,7 @@ type MultiMutex struct {
 	err   error
 }
 
-// Multi returns the mutexes as one. Lock takes them in a fixed order (by
-// key, then by node addresses), the same in every process whatever the
-// argument order, so two Multis over the same locks cannot deadlock each
-// other. Invalid input (no mutex, a nil one, one listed twice) is reported
-// by Lock and TryLock as ErrConfig.
+// Multi implements redlock.Multi, which documents it.
 func Multi(mutexes ...*Mutex) *MultiMutex {
 	mm := &MultiMutex{parts: slices.Clone(mutexes)}
 	if len(mutexes) == 0 {
@@ -55,21 +51,12 @@ func Multi(mutexes ...*Mutex) *MultiMutex {
 	return mm
 }
 
-// Lock takes every mutex, waiting for each in turn, and returns one Lease
-// for all, valid until the earliest Until of its parts. On any failure it
-// releases what it took and returns the error. The lease is lost as soon as
-// any part is lost. A part that runs out while Lock waits for a later one
-// makes Lock release every part and start over, until it holds all of them
-// valid at once or ctx ends; with the watchdog off, give each part a TTL
-// longer than the waits for the parts after it. See docs/features.md,
-// "Multi: parts that run out".
+// Lock implements redlock.MultiMutex.Lock, which documents it.
 func (mm *MultiMutex) Lock(ctx context.Context) (*Lease, error) {
 	return mm.acquire(ctx, (*Mutex).Lock, true)
 }
 
-// TryLock makes one attempt at each mutex and gives everything back when
-// one fails, or when a part's validity ran out before the last part was
-// taken (the error matches ErrNotAcquired and names that part).
+// TryLock implements redlock.MultiMutex.TryLock, which documents it.
 func (mm *MultiMutex) TryLock(ctx context.Context) (*Lease, error) {
 	return mm.acquire(ctx, (*Mutex).TryLock, false)
 }

@@ -32,23 +32,12 @@ type Mutex struct {
 // Name is the lock's name.
 func (m *Mutex) Name() string { return m.name }
 
-// Lock waits until the lock is acquired or ctx is done. The owner is the
-// one ctx carries (WithOwner, or a Lease's Context): if that owner already
-// holds the lock, Lock re-enters it at once and returns a new Lease for
-// the extra hold. Without one, each Lock is a new owner.
-//
-// When ctx ends first, the error matches both ErrNotAcquired and ctx's
-// error. Before Lock returns, every node that may have granted was sent a
-// release, each awaited up to the node timeout; a release that a node did
-// not answer is retried in the background, and until it lands (or the
-// hold's TTL ends) the hold stays on that node.
+// Lock implements redlock.Mutex.Lock, which documents it.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
 	return leaseOf(m.acquire(ctx, true))
 }
 
-// TryLock makes one attempt. When another owner holds the lock the error
-// matches ErrNotAcquired; when too few nodes answered it matches
-// ErrNoQuorum and carries each failing node's *NodeError.
+// TryLock implements redlock.Mutex.TryLock, which documents it.
 func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 	return leaseOf(m.acquire(ctx, false))
 }

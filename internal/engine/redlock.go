@@ -50,15 +50,7 @@ type Client struct {
 	leases map[*lease]struct{}
 }
 
-// New returns a Client over nodes: one client per independent Redis node
-// (each may itself be a Redis Cluster or a Sentinel-backed client). The
-// Client does not close them. Options set the defaults of every Mutex.
-// New does not wait for the nodes: it starts connecting to each, and
-// reading its clock, in the background, so the first Lock need not.
-//
-// For each call to a node to be cut off at the node timeout, make the
-// clients with ContextTimeoutEnabled: true (Dial does); otherwise rounds
-// still end on time, but a stuck call lingers until the client's ReadTimeout.
+// New implements redlock.New, which documents it.
 func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", core.ErrConfig)
@@ -84,16 +76,7 @@ func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 	return c, nil
 }
 
-// Dial makes one go-redis client per URL (redis:// or rediss://, with
-// user, password and database as go-redis's ParseURL reads them) and
-// returns a Client that owns them: Close closes them. Like New, it
-// connects to every node in the background; it returns once a quorum
-// answered, or after the node timeout. A node that is down is not an error
-// here; the first Lock or TryLock reports unreachable nodes as *NodeError.
-// Only a malformed URL or option is (ErrConfig). Each client keeps a pool
-// of four connections (pool_size in a URL overrides it), so go-redis logs
-// at most four failed dials per outage of a node. See docs/operations.md,
-// "Dial, your own clients, and go-redis's logs".
+// Dial implements redlock.Dial, which documents it.
 func Dial(urls []string, opts ...core.Option) (*Client, error) {
 	if len(urls) == 0 {
 		return nil, fmt.Errorf("%w: no nodes", core.ErrConfig)
@@ -155,14 +138,7 @@ func Dial(urls []string, opts ...core.Option) (*Client, error) {
 // should not open thousands of goroutines and connections at Close.
 const closeParallelism = 64
 
-// Close releases every lease the Client still holds (each bounded by the
-// node timeout, best effort: a lease that cannot be released expires at its
-// TTL), closes the connections Dial made, and waits for all background
-// work to stop. Calls still out get three round trips of the farthest node
-// (at least 100 ms) to finish; then closing Dial's connections cuts those
-// to a silent node.
-// Calls on the caller's own clients (New) end at their timeouts, and Close
-// waits for them. After Close every method returns ErrClosed.
+// Close implements redlock.Client.Close, which documents it.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -234,10 +210,7 @@ func (c *Client) releaseAll() {
 	_ = releases.Wait()
 }
 
-// Mutex returns the lock called name. It is cheap and safe for concurrent
-// use; options override the Client's defaults for this mutex. Invalid input
-// (an empty name, a bad option) is reported by Lock and TryLock as
-// ErrConfig.
+// Mutex implements redlock.Client.Mutex, which documents it.
 func (c *Client) Mutex(name string, opts ...core.Option) *Mutex {
 	return c.newMutex(name, opts, false, nil)
 }

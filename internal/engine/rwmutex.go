@@ -35,9 +35,7 @@ const readersChannel = ":readers"
 // no reader.
 const readerRecheck = 500 * time.Millisecond
 
-// RWMutex returns the read-write lock called name. Options override the
-// Client's defaults; WithFair and WithFencing apply to the writer's side
-// only. Invalid input is reported by its methods as ErrConfig.
+// RWMutex implements redlock.Client.RWMutex, which documents it.
 func (c *Client) RWMutex(name string, opts ...core.Option) *RWMutex {
 	writer := c.newMutex(name, opts, false, func(m *Mutex) { m.keys.Readers = m.keys.Lock + readersChannel })
 	readOpts := append(slices.Clip(opts), func(s *core.Settings) { s.Fair, s.Fencing = false, false })
@@ -48,22 +46,17 @@ func (c *Client) RWMutex(name string, opts ...core.Option) *RWMutex {
 // Name is the lock's name.
 func (rw *RWMutex) Name() string { return rw.name }
 
-// RLock waits until it holds a read hold, or ctx is done (then the error
-// matches ErrNotAcquired and ctx's error, and nothing is left held).
-// Within a read hold (ctx from its lease) it re-enters at once; within the
-// write hold of ctx's owner it takes another hold of the write lock.
+// RLock implements redlock.RWMutex.RLock, which documents it.
 func (rw *RWMutex) RLock(ctx context.Context) (*Lease, error) {
 	return rw.rlock(ctx, true)
 }
 
-// TryRLock makes one attempt at a read hold: ErrNotAcquired while a writer
-// holds the lock or waits for it.
+// TryRLock implements redlock.RWMutex.TryRLock, which documents it.
 func (rw *RWMutex) TryRLock(ctx context.Context) (*Lease, error) {
 	return rw.rlock(ctx, false)
 }
 
-// Lock waits until it holds the write lock, or ctx is done; as
-// Mutex.Lock. With the Context of a read lease it fails at once.
+// Lock implements redlock.RWMutex.Lock, which documents it.
 func (rw *RWMutex) Lock(ctx context.Context) (*Lease, error) {
 	if err := rw.notUpgrade(ctx); err != nil {
 		return nil, err
@@ -71,8 +64,7 @@ func (rw *RWMutex) Lock(ctx context.Context) (*Lease, error) {
 	return rw.writer.Lock(ctx)
 }
 
-// TryLock makes one attempt at the write lock; as Mutex.TryLock. With the
-// Context of a read lease it fails at once.
+// TryLock implements redlock.RWMutex.TryLock, which documents it.
 func (rw *RWMutex) TryLock(ctx context.Context) (*Lease, error) {
 	if err := rw.notUpgrade(ctx); err != nil {
 		return nil, err

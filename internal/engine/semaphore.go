@@ -44,11 +44,7 @@ type Semaphore struct {
 	bound     *time.Timer         // fires at confirmed while permits are out
 }
 
-// Semaphore returns the semaphore called name with permits permits. It is
-// safe for concurrent use; options override the Client's defaults for this
-// semaphore. Invalid input (an empty name, permits outside 1..1024,
-// WithFair, WithFencing, a bad option) is reported by Acquire and
-// TryAcquire as ErrConfig.
+// Semaphore implements redlock.Client.Semaphore, which documents it.
 func (c *Client) Semaphore(name string, permits int, opts ...core.Option) *Semaphore {
 	own := core.DefaultSettings().With(opts) // what the caller asked of this semaphore
 	opts = append(slices.Clip(opts), func(s *core.Settings) { s.Fair, s.Fencing = false, false })
@@ -80,22 +76,12 @@ func (c *Client) Semaphore(name string, permits int, opts ...core.Option) *Semap
 // Name is the semaphore's name.
 func (s *Semaphore) Name() string { return s.name }
 
-// Acquire waits until it holds a permit or ctx is done. When ctx ends
-// first, the error matches both ErrNotAcquired and ctx's error, and no
-// permit is left held. While every permit is held it waits on every slot
-// at once, as a Mutex's Lock waits (woken by release notices; a holder's
-// crash is noticed at its TTL): a waiting Acquire costs as many waiters'
-// calls as there are permits, and the value's keeper checks the count
-// meanwhile (one call per node every third of the TTL, for all its calls
-// and permits). While too few nodes answer it waits too.
+// Acquire implements redlock.Semaphore.Acquire, which documents it.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
 	return s.acquire(ctx, true)
 }
 
-// TryAcquire tries the slots once each, one after another from a random
-// one, and returns the first permit it gets: on a full semaphore, one
-// round per permit. When every permit is held the error matches
-// ErrNotAcquired; when too few nodes answered, ErrNoQuorum.
+// TryAcquire implements redlock.Semaphore.TryAcquire, which documents it.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 	return s.acquire(ctx, false)
 }
