@@ -50,14 +50,7 @@ func (s *session) phases(ctx context.Context) {
 
 // sleepUntil waits until offset after the start; false if ctx ended first.
 func (s *session) sleepUntil(ctx context.Context, offset time.Duration) bool {
-	timer := time.NewTimer(time.Until(s.start.Add(offset)))
-	defer timer.Stop()
-	select {
-	case <-timer.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
+	return workload.Pause(ctx, time.Until(s.start.Add(offset)))
 }
 
 // progress prints one line a second so that a stalled lock (or a phase

@@ -190,7 +190,7 @@ func (w *Worker) Run(ctx context.Context) {
 			if ctx.Err() == nil {
 				w.Stats.LockErrors.Add(1)
 				w.failed(err)
-				pause(ctx, 10*time.Millisecond)
+				Pause(ctx, 10*time.Millisecond)
 			}
 			continue
 		}
@@ -399,11 +399,15 @@ func (h *holders) leave(lease *redlock.Lease) {
 	delete(h.inside, lease)
 }
 
-func pause(ctx context.Context, d time.Duration) {
+// Pause sleeps for d or until ctx ends, and reports whether d passed. The
+// demo paces its phases with it too.
+func Pause(ctx context.Context, d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
+		return true
 	case <-ctx.Done():
+		return false
 	}
 }
