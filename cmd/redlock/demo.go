@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -157,49 +155,38 @@ Example:
 Flags:
 `
 
+// parseDemoFlags returns the demo's config, or false and the exit status
+// after it printed the help or one usage error line.
 func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, int, bool) {
 	var cfg demoConfig
 	var nodes string
-	flags := flag.NewFlagSet("redlock demo", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	flags.Usage = func() {
-		fmt.Fprint(flags.Output(), demoUsage)
-		flags.PrintDefaults()
+	f := newFlags("demo", demoUsage, stderr)
+	// -nodes here is a count or URLs: not nodeFlags' list of URLs.
+	f.StringVar(&nodes, "nodes", "5", "number of local redis-server nodes to start, or comma-separated redis:// URLs of nodes to use")
+	f.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long the workers contend (phases never shrink below what the TTL needs)")
+	f.IntVar(&cfg.workers, "workers", 8, "goroutines contending, split over two clients and the plain and fair locks")
+	if code, ok := f.parse(args); !ok {
+		return cfg, code, false
 	}
-	flags.StringVar(&nodes, "nodes", "5", "number of local redis-server nodes to start, or comma-separated redis:// URLs of nodes to use")
-	flags.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long the workers contend (phases never shrink below what the TTL needs)")
-	flags.IntVar(&cfg.workers, "workers", 8, "goroutines contending, split over two clients and the plain and fair locks")
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, exitOK, false
-		}
-		return cfg, exitUsage, false // flag has printed the error and usage
-	}
-	var bad string
-	if n, err := strconv.Atoi(nodes); err == nil {
+	var err error
+	if n, atoiErr := strconv.Atoi(nodes); atoiErr == nil {
 		cfg.nodes = n
 	} else if strings.Contains(nodes, ":") { // URLs, or host:port
 		cfg.urls, err = nodeURLs(nodes)
-		if err != nil {
-			bad = err.Error()
-		}
 	} else {
-		bad = fmt.Sprintf("-nodes wants a count or node URLs (redis://host:port or host:port), got %q", nodes)
+		err = fmt.Errorf("-nodes wants a count or node URLs (redis://host:port or host:port), got %q", nodes)
 	}
 	switch {
-	case bad != "":
-	case flags.NArg() > 0:
-		bad = fmt.Sprintf("unexpected argument %q", flags.Arg(0))
+	case err != nil:
+		return cfg, f.bad("%v", err), false
+	case f.NArg() > 0:
+		return cfg, f.bad("unexpected argument %q", f.Arg(0)), false
 	case cfg.urls == nil && (cfg.nodes < 1 || cfg.nodes > 64):
-		bad = fmt.Sprintf("-nodes must be in 1..64, got %d", cfg.nodes)
+		return cfg, f.bad("-nodes must be in 1..64, got %d", cfg.nodes), false
 	case cfg.duration <= 0:
-		bad = fmt.Sprintf("-duration must be positive, got %v", cfg.duration)
+		return cfg, f.bad("-duration must be positive, got %v", cfg.duration), false
 	case cfg.workers < 1 || cfg.workers > 1024:
-		bad = fmt.Sprintf("-workers must be in 1..1024, got %d", cfg.workers)
-	}
-	if bad != "" {
-		fmt.Fprintf(stderr, "redlock demo: %s (see redlock demo -h)\n", bad)
-		return cfg, exitUsage, false
+		return cfg, f.bad("-workers must be in 1..1024, got %d", cfg.workers), false
 	}
 	return cfg, exitOK, true
 }

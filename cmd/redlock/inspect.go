@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -47,73 +46,47 @@ Flags:
 
 // inspectConfig holds inspect's flags.
 type inspectConfig struct {
-	urls        []string
+	nodeOptions
 	name        string
-	prefix      string
 	json        bool
-	timeout     time.Duration
 	guard       time.Duration
 	clockSample time.Duration
 	drift       float64
 }
 
+// parseInspectFlags returns inspect's config, or false and the exit
+// status after it printed the help or one usage error line.
 func parseInspectFlags(args []string, stderr io.Writer) (inspectConfig, int, bool) {
 	var cfg inspectConfig
-	var nodes string
-	flags := flag.NewFlagSet("redlock inspect", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	flags.Usage = func() {
-		fmt.Fprint(flags.Output(), inspectUsage)
-		flags.PrintDefaults()
-	}
-	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
-	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix the lock was taken with")
-	flags.BoolVar(&cfg.json, "json", false, "print JSON instead of a table")
-	flags.DurationVar(&cfg.timeout, "timeout", time.Second, "how long each node may take to answer")
-	flags.DurationVar(&cfg.guard, "guard", redlock.DefaultTTL, "the restart guard of the lock's Clients (by default their longest TTL)")
-	flags.DurationVar(&cfg.clockSample, "clock-sample", 200*time.Millisecond, "how long to watch each node's clock for its rate (0: not at all)")
-	flags.Float64Var(&cfg.drift, "drift", redlock.DefaultDriftFactor, "the drift factor of the lock's Clients")
-	parse := func(args []string) (int, bool) {
-		if err := flags.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK, false
-			}
-			return exitUsage, false
-		}
-		return exitOK, true
-	}
-	if code, ok := parse(args); !ok {
+	f := newFlags("inspect", inspectUsage, stderr)
+	f.nodeFlags(&cfg.nodeOptions, "key prefix the lock was taken with")
+	f.timeoutFlag(time.Second, "how long each node may take to answer")
+	f.BoolVar(&cfg.json, "json", false, "print JSON instead of a table")
+	f.DurationVar(&cfg.guard, "guard", redlock.DefaultTTL, "the restart guard of the lock's Clients (by default their longest TTL)")
+	f.DurationVar(&cfg.clockSample, "clock-sample", 200*time.Millisecond, "how long to watch each node's clock for its rate (0: not at all)")
+	f.Float64Var(&cfg.drift, "drift", redlock.DefaultDriftFactor, "the drift factor of the lock's Clients")
+	given, code, ok := f.parseAll(args)
+	if !ok {
 		return cfg, code, false
 	}
-	// Flags may also follow NAME: "redlock inspect jobs -json" reads well.
-	if flags.NArg() > 0 {
-		cfg.name = flags.Arg(0)
-		if code, ok := parse(flags.Args()[1:]); !ok {
-			return cfg, code, false
-		}
-	}
-	bad := func(format string, args ...any) (inspectConfig, int, bool) {
-		fmt.Fprintf(stderr, "redlock inspect: "+format+" (see redlock inspect -h)\n", args...)
-		return cfg, exitUsage, false
-	}
-	urls, err := nodeURLs(nodes)
+	err := f.readNodes()
 	switch {
-	case cfg.name == "":
-		return bad("no lock name: redlock inspect NAME")
-	case flags.NArg() > 0:
-		return bad("unexpected argument %q after the lock name", flags.Arg(0))
+	case len(given) == 0:
+		return cfg, f.bad("no lock name: redlock inspect NAME"), false
+	case len(given) > 1:
+		return cfg, f.bad("unexpected argument %q after the lock name", given[1]), false
 	case err != nil:
-		return bad("%v", err)
+		return cfg, f.bad("%v", err), false
 	case cfg.timeout <= 0:
-		return bad("-timeout must be positive, got %v", cfg.timeout)
+		return cfg, f.bad("-timeout must be positive, got %v", cfg.timeout), false
 	case cfg.guard < 0:
-		return bad("-guard must not be negative, got %v", cfg.guard)
+		return cfg, f.bad("-guard must not be negative, got %v", cfg.guard), false
 	case cfg.clockSample < 0 || cfg.clockSample > time.Minute:
-		return bad("-clock-sample must be in [0, 1m], got %v", cfg.clockSample)
+		return cfg, f.bad("-clock-sample must be in [0, 1m], got %v", cfg.clockSample), false
 	case !(cfg.drift >= 0 && cfg.drift < 0.5):
-		return bad("-drift must be in [0, 0.5), got %v", cfg.drift)
+		return cfg, f.bad("-drift must be in [0, 0.5), got %v", cfg.drift), false
 	}
-	cfg.urls = urls
+	cfg.name = given[0]
 	return cfg, exitOK, true
 }
 
