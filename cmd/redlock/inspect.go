@@ -165,56 +165,67 @@ func readNode(client *redis.Client, index int, addr string, k lockKeys, timeout 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	pipe := client.Pipeline()
-	now := pipe.Time(ctx)
-	hash := pipe.HGetAll(ctx, k.lock)
-	pttl := pipe.Do(ctx, "PTTL", k.lock)
-	queue := pipe.ZRangeWithScores(ctx, k.queue, 0, -1)
-	alive := pipe.ZRangeWithScores(ctx, k.alive, 0, -1)
-	fence := pipe.Get(ctx, k.fence)
-	marker := pipe.Get(ctx, k.marker)
+	r := nodeReplies{now: pipe.Time(ctx), hash: pipe.HGetAll(ctx, k.lock), pttl: pipe.Do(ctx, "PTTL", k.lock),
+		queue: pipe.ZRangeWithScores(ctx, k.queue, 0, -1), alive: pipe.ZRangeWithScores(ctx, k.alive, 0, -1),
+		fence: pipe.Get(ctx, k.fence), marker: pipe.Get(ctx, k.marker)}
 	sent := time.Now()
 	_, _ = pipe.Exec(ctx) // each command's own error is checked below
 	got := time.Now()
-	if err := now.Err(); err != nil {
+	if err := r.now.Err(); err != nil {
 		state.Error = oneLine(err)
 		return state
 	}
 	state.Reachable = true
-	state.clock = clockReading{sent: sent, got: got, node: now.Val()}
-	state.ClockOffsetMS = float64(now.Val().Sub(sent.Add(got.Sub(sent)/2))) / float64(time.Millisecond)
+	state.clock = clockReading{sent: sent, got: got, node: r.now.Val()}
+	state.ClockOffsetMS = float64(r.now.Val().Sub(sent.Add(got.Sub(sent)/2))) / float64(time.Millisecond)
+	if err := state.read(r); err != nil {
+		state.Error = oneLine(err)
+	}
+	return state
+}
+
+// nodeReplies are the answers to readNode's pipeline.
+type nodeReplies struct {
+	now           *redis.TimeCmd
+	hash          *redis.MapStringStringCmd
+	pttl          *redis.Cmd
+	queue, alive  *redis.ZSliceCmd
+	fence, marker *redis.StringCmd
+}
+
+// read fills state from the replies of a node that answered, and returns
+// the reads that failed (redis.Nil, a missing key, is no failure).
+func (state *nodeState) read(r nodeReplies) error {
 	var errs []error
 	note := func(what string, err error) {
 		if err != nil && !errors.Is(err, redis.Nil) {
 			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 	}
-	note("HGETALL", hash.Err())
-	for field, value := range hash.Val() {
+	note("HGETALL", r.hash.Err())
+	for field, value := range r.hash.Val() {
 		if field == ownerField {
 			state.Owner = value
 		} else {
 			state.Holds++
 		}
 	}
-	if v, err := pttl.Int64(); err == nil {
+	if v, err := r.pttl.Int64(); err == nil {
 		state.PTTLms = v
 	} else {
 		note("PTTL", err)
 	}
-	note("ZRANGE queue", queue.Err())
-	note("ZRANGE alive", alive.Err())
-	state.Queue = append(state.Queue, queueOf(queue.Val(), alive.Val(), now.Val().UnixMilli())...)
-	if v, err := fence.Int64(); err == nil {
+	note("ZRANGE queue", r.queue.Err())
+	note("ZRANGE alive", r.alive.Err())
+	state.Queue = append(state.Queue, queueOf(r.queue.Val(), r.alive.Val(), r.now.Val().UnixMilli())...)
+	if v, err := r.fence.Int64(); err == nil {
 		state.Fence = v
 	} else {
 		note("GET fence", err)
 	}
-	value, err := marker.Result()
+	value, err := r.marker.Result()
 	note("GET marker", state.readMarker(value, err))
-	if len(errs) > 0 {
-		state.Error = oneLine(errors.Join(errs...))
-	}
-	return state
+	return errors.Join(errs...)
 }
 
 // queueOf is the fair queue in line order, each waiter with the time
