@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -15,6 +13,7 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/internal/checker"
 	"github.com/quorumlock/redlock/internal/redisproc"
+	"github.com/quorumlock/redlock/internal/workload"
 )
 
 // ttl is short so that the node-failure phase can keep the killed nodes
@@ -37,20 +36,26 @@ type demoConfig struct {
 
 // lockKind is one lock the workers contend for: plain (unfair, the
 // fastest) or fair (FIFO across clients), each with its own protected
-// counter and handoff times, as issue 6 asks to see both side by side.
+// record (session.records) and handoff times, as issue 6 asks to see both
+// side by side.
 type lockKind struct {
-	label string // "plain" or "fair"
-	name  string // the lock name
-	fair  bool
-
-	// counter is the resource the lock protects. Workers read it, sleep and
-	// write it back (a read-modify-write that is only correct under mutual
-	// exclusion), so a double grant shows up as a lost update. It is an
-	// atomic only so that Go's race detector stays quiet: the happens-before
-	// edge between holders runs through Redis, which the detector cannot see.
-	counter  atomic.Int64
-	sections [2]atomic.Int64 // critical sections completed, per client
+	mode     workload.Mode // Plain or Fair
+	name     string        // the lock name, and its record's
+	stats    [2]workload.Stats
 	handoffs handoffs
+}
+
+// label is "plain" or "fair".
+func (k *lockKind) label() string { return string(k.mode) }
+
+// workerResult is what one worker saw that its kind's Stats do not count.
+// Each worker writes only its own, and the report reads them after every
+// worker has returned.
+type workerResult struct {
+	kind    int             // index into session.kinds
+	client  int             // index into session.clients
+	waits   []time.Duration // time spent in each successful Lock
+	lastErr error
 }
 
 // session is the state the demo's goroutines share.
@@ -61,6 +66,7 @@ type session struct {
 	clients [2]*redlock.Client
 	conns   [2]*nodeSet // each client's connections, closed after it
 	kinds   []*lockKind
+	records workload.Records // the resource each lock protects: a double grant loses an update
 	check   *checker.Checker
 	start   time.Time
 
@@ -120,7 +126,7 @@ func (s *session) nodesUp() string {
 func (s *session) sectionsDone() int64 {
 	var total int64
 	for _, kind := range s.kinds {
-		total += kind.sections[0].Load() + kind.sections[1].Load()
+		total += kind.sections()
 	}
 	return total
 }
@@ -149,49 +155,38 @@ Example:
 Flags:
 `
 
+// parseDemoFlags returns the demo's config, or false and the exit status
+// after it printed the help or one usage error line.
 func parseDemoFlags(args []string, stderr io.Writer) (demoConfig, int, bool) {
 	var cfg demoConfig
 	var nodes string
-	flags := flag.NewFlagSet("redlock demo", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	flags.Usage = func() {
-		fmt.Fprint(flags.Output(), demoUsage)
-		flags.PrintDefaults()
+	f := newFlags("demo", demoUsage, stderr)
+	// -nodes here is a count or URLs: not nodeFlags' list of URLs.
+	f.StringVar(&nodes, "nodes", "5", "number of local redis-server nodes to start, or comma-separated redis:// URLs of nodes to use")
+	f.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long the workers contend (phases never shrink below what the TTL needs)")
+	f.IntVar(&cfg.workers, "workers", 8, "goroutines contending, split over two clients and the plain and fair locks")
+	if code, ok := f.parse(args); !ok {
+		return cfg, code, false
 	}
-	flags.StringVar(&nodes, "nodes", "5", "number of local redis-server nodes to start, or comma-separated redis:// URLs of nodes to use")
-	flags.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long the workers contend (phases never shrink below what the TTL needs)")
-	flags.IntVar(&cfg.workers, "workers", 8, "goroutines contending, split over two clients and the plain and fair locks")
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, exitOK, false
-		}
-		return cfg, exitUsage, false // flag has printed the error and usage
-	}
-	var bad string
-	if n, err := strconv.Atoi(nodes); err == nil {
+	var err error
+	if n, atoiErr := strconv.Atoi(nodes); atoiErr == nil {
 		cfg.nodes = n
 	} else if strings.Contains(nodes, ":") { // URLs, or host:port
 		cfg.urls, err = nodeURLs(nodes)
-		if err != nil {
-			bad = err.Error()
-		}
 	} else {
-		bad = fmt.Sprintf("-nodes wants a count or node URLs (redis://host:port or host:port), got %q", nodes)
+		err = fmt.Errorf("-nodes wants a count or node URLs (redis://host:port or host:port), got %q", nodes)
 	}
 	switch {
-	case bad != "":
-	case flags.NArg() > 0:
-		bad = fmt.Sprintf("unexpected argument %q", flags.Arg(0))
+	case err != nil:
+		return cfg, f.bad("%v", err), false
+	case f.NArg() > 0:
+		return cfg, f.bad("unexpected argument %q", f.Arg(0)), false
 	case cfg.urls == nil && (cfg.nodes < 1 || cfg.nodes > 64):
-		bad = fmt.Sprintf("-nodes must be in 1..64, got %d", cfg.nodes)
+		return cfg, f.bad("-nodes must be in 1..64, got %d", cfg.nodes), false
 	case cfg.duration <= 0:
-		bad = fmt.Sprintf("-duration must be positive, got %v", cfg.duration)
+		return cfg, f.bad("-duration must be positive, got %v", cfg.duration), false
 	case cfg.workers < 1 || cfg.workers > 1024:
-		bad = fmt.Sprintf("-workers must be in 1..1024, got %d", cfg.workers)
-	}
-	if bad != "" {
-		fmt.Fprintf(stderr, "redlock demo: %s (see redlock demo -h)\n", bad)
-		return cfg, exitUsage, false
+		return cfg, f.bad("-workers must be in 1..1024, got %d", cfg.workers), false
 	}
 	return cfg, exitOK, true
 }
@@ -204,9 +199,9 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) (code in
 		return code
 	}
 	s := &session{cfg: cfg, check: checker.New(), stdout: stdout, stderr: stderr}
-	s.kinds = []*lockKind{{label: "plain", name: "demo:counter"}}
+	s.kinds = []*lockKind{{mode: workload.Plain, name: "demo:counter"}}
 	if cfg.workers >= 2 {
-		s.kinds = append(s.kinds, &lockKind{label: "fair", name: "demo:fair", fair: true})
+		s.kinds = append(s.kinds, &lockKind{mode: workload.Fair, name: "demo:fair"})
 	}
 	cleanupFailed := func(what string, err error) {
 		fmt.Fprintf(stderr, "redlock demo: %s: %s\n", what, firstLine(err))
@@ -230,7 +225,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) (code in
 
 	labels := make([]string, len(s.kinds))
 	for i, kind := range s.kinds {
-		labels[i] = fmt.Sprintf("%s %q", kind.label, kind.name)
+		labels[i] = fmt.Sprintf("%s %q", kind.label(), kind.name)
 	}
 	origin, declared := "using", ""
 	if s.owned() {
@@ -258,7 +253,8 @@ func (s *session) run(ctx context.Context) []workerResult {
 	var workers sync.WaitGroup
 	for i := range results {
 		results[i].kind, results[i].client = i%len(s.kinds), (i/len(s.kinds))%2
-		workers.Go(func() { s.worker(workCtx, &results[i]) })
+		w := s.worker(&results[i])
+		workers.Go(func() { w.Run(workCtx) })
 	}
 	var progress sync.WaitGroup
 	progressCtx, stopProgress := context.WithCancel(ctx)
@@ -272,6 +268,32 @@ func (s *session) run(ctx context.Context) []workerResult {
 	progress.Wait()
 	return results
 }
+
+// worker is the workload's worker for r: its kind's lock on its client,
+// a read–sleep–write of the kind's record under each grant, with hooks
+// that time its lock waits and the lock's handoffs.
+func (s *session) worker(r *workerResult) *workload.Worker {
+	kind := s.kinds[r.kind]
+	var opts []redlock.Option
+	if kind.mode == workload.Fair {
+		opts = append(opts, redlock.WithFair())
+	}
+	return &workload.Worker{
+		Mode: kind.mode, Lock: s.clients[r.client].Mutex(kind.name, opts...).Lock, Names: []string{kind.name},
+		Hold: time.Millisecond, Check: s.check, Stats: &kind.stats[r.client], Records: &s.records,
+		Hooks: workload.Hooks{
+			Granted: func(began, acquired time.Time) {
+				kind.handoffs.granted(began, acquired)
+				r.waits = append(r.waits, acquired.Sub(began))
+			},
+			Releasing: kind.handoffs.unlocking,
+			Failed:    func(err error) { r.lastErr = err },
+		},
+	}
+}
+
+// sections is the number of the kind's critical sections completed so far.
+func (k *lockKind) sections() int64 { return k.stats[0].Sections.Load() + k.stats[1].Sections.Load() }
 
 // firstLine keeps error output to one line: redisproc appends log tails.
 func firstLine(err error) string {

@@ -3,13 +3,11 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"syscall"
 	"time"
 
-	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
@@ -52,59 +50,34 @@ Example:
 Flags:
 `
 
-// initConfig holds init's flags.
-type initConfig struct {
-	urls    []string
-	prefix  string
-	timeout time.Duration
-}
-
-func parseInitFlags(args []string, stderr io.Writer) (initConfig, int, bool) {
-	var cfg initConfig
-	var nodes string
-	flags := flag.NewFlagSet("redlock init", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	flags.Usage = func() {
-		fmt.Fprint(flags.Output(), initUsage)
-		flags.PrintDefaults()
-	}
-	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
-	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix of the locks the nodes will hold (the marker is PREFIXnode)")
-	flags.DurationVar(&cfg.timeout, "timeout", 5*time.Second, "how long each node may take: to accept connections (one still starting) and to answer (it scans the keys under -prefix)")
+// parseInitFlags returns init's config, or false and the exit status
+// after it printed the help or one usage error line.
+func parseInitFlags(args []string, stderr io.Writer) (nodeOptions, int, bool) {
+	var cfg nodeOptions
+	f := newFlags("init", initUsage, stderr)
+	f.nodeFlags(&cfg, "key prefix of the locks the nodes will hold (the marker is PREFIXnode)")
+	f.timeoutFlag(5*time.Second, "how long each node may take: to accept connections (one still starting) and to answer (it scans the keys under -prefix)")
 	// Flags may also follow the URLs: "redlock init URL... -prefix x:".
-	var given []string
-	for {
-		if err := flags.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return cfg, exitOK, false
-			}
-			return cfg, exitUsage, false
-		}
-		if flags.NArg() == 0 {
-			break
-		}
-		given, args = append(given, flags.Arg(0)), flags.Args()[1:]
-	}
-	bad := func(format string, args ...any) (initConfig, int, bool) {
-		fmt.Fprintf(stderr, "redlock init: "+format+" (see redlock init -h)\n", args...)
-		return cfg, exitUsage, false
+	given, code, ok := f.parseAll(args)
+	if !ok {
+		return cfg, code, false
 	}
 	var err error
 	switch {
-	case len(given) > 0 && nodes != "":
-		return bad("give the nodes either as arguments or with -nodes, not both")
+	case len(given) > 0 && f.nodes != "":
+		return cfg, f.bad("give the nodes either as arguments or with -nodes, not both"), false
 	case len(given) > 0:
 		cfg.urls, err = parseNodeList(given, "arguments")
 	default:
-		cfg.urls, err = nodeURLs(nodes)
+		err = f.readNodes()
 	}
 	switch {
 	case err != nil:
-		return bad("%v", err)
+		return cfg, f.bad("%v", err), false
 	case cfg.prefix == "":
-		return bad("-prefix must not be empty")
+		return cfg, f.bad("-prefix must not be empty"), false
 	case cfg.timeout <= 0:
-		return bad("-timeout must be positive, got %v", cfg.timeout)
+		return cfg, f.bad("-timeout must be positive, got %v", cfg.timeout), false
 	}
 	return cfg, exitOK, true
 }

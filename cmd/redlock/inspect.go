@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -47,73 +46,47 @@ Flags:
 
 // inspectConfig holds inspect's flags.
 type inspectConfig struct {
-	urls        []string
+	nodeOptions
 	name        string
-	prefix      string
 	json        bool
-	timeout     time.Duration
 	guard       time.Duration
 	clockSample time.Duration
 	drift       float64
 }
 
+// parseInspectFlags returns inspect's config, or false and the exit
+// status after it printed the help or one usage error line.
 func parseInspectFlags(args []string, stderr io.Writer) (inspectConfig, int, bool) {
 	var cfg inspectConfig
-	var nodes string
-	flags := flag.NewFlagSet("redlock inspect", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	flags.Usage = func() {
-		fmt.Fprint(flags.Output(), inspectUsage)
-		flags.PrintDefaults()
-	}
-	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
-	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix the lock was taken with")
-	flags.BoolVar(&cfg.json, "json", false, "print JSON instead of a table")
-	flags.DurationVar(&cfg.timeout, "timeout", time.Second, "how long each node may take to answer")
-	flags.DurationVar(&cfg.guard, "guard", redlock.DefaultTTL, "the restart guard of the lock's Clients (by default their longest TTL)")
-	flags.DurationVar(&cfg.clockSample, "clock-sample", 200*time.Millisecond, "how long to watch each node's clock for its rate (0: not at all)")
-	flags.Float64Var(&cfg.drift, "drift", redlock.DefaultDriftFactor, "the drift factor of the lock's Clients")
-	parse := func(args []string) (int, bool) {
-		if err := flags.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return exitOK, false
-			}
-			return exitUsage, false
-		}
-		return exitOK, true
-	}
-	if code, ok := parse(args); !ok {
+	f := newFlags("inspect", inspectUsage, stderr)
+	f.nodeFlags(&cfg.nodeOptions, "key prefix the lock was taken with")
+	f.timeoutFlag(time.Second, "how long each node may take to answer")
+	f.BoolVar(&cfg.json, "json", false, "print JSON instead of a table")
+	f.DurationVar(&cfg.guard, "guard", redlock.DefaultTTL, "the restart guard of the lock's Clients (by default their longest TTL)")
+	f.DurationVar(&cfg.clockSample, "clock-sample", 200*time.Millisecond, "how long to watch each node's clock for its rate (0: not at all)")
+	f.Float64Var(&cfg.drift, "drift", redlock.DefaultDriftFactor, "the drift factor of the lock's Clients")
+	given, code, ok := f.parseAll(args)
+	if !ok {
 		return cfg, code, false
 	}
-	// Flags may also follow NAME: "redlock inspect jobs -json" reads well.
-	if flags.NArg() > 0 {
-		cfg.name = flags.Arg(0)
-		if code, ok := parse(flags.Args()[1:]); !ok {
-			return cfg, code, false
-		}
-	}
-	bad := func(format string, args ...any) (inspectConfig, int, bool) {
-		fmt.Fprintf(stderr, "redlock inspect: "+format+" (see redlock inspect -h)\n", args...)
-		return cfg, exitUsage, false
-	}
-	urls, err := nodeURLs(nodes)
+	err := f.readNodes()
 	switch {
-	case cfg.name == "":
-		return bad("no lock name: redlock inspect NAME")
-	case flags.NArg() > 0:
-		return bad("unexpected argument %q after the lock name", flags.Arg(0))
+	case len(given) == 0:
+		return cfg, f.bad("no lock name: redlock inspect NAME"), false
+	case len(given) > 1:
+		return cfg, f.bad("unexpected argument %q after the lock name", given[1]), false
 	case err != nil:
-		return bad("%v", err)
+		return cfg, f.bad("%v", err), false
 	case cfg.timeout <= 0:
-		return bad("-timeout must be positive, got %v", cfg.timeout)
+		return cfg, f.bad("-timeout must be positive, got %v", cfg.timeout), false
 	case cfg.guard < 0:
-		return bad("-guard must not be negative, got %v", cfg.guard)
+		return cfg, f.bad("-guard must not be negative, got %v", cfg.guard), false
 	case cfg.clockSample < 0 || cfg.clockSample > time.Minute:
-		return bad("-clock-sample must be in [0, 1m], got %v", cfg.clockSample)
+		return cfg, f.bad("-clock-sample must be in [0, 1m], got %v", cfg.clockSample), false
 	case !(cfg.drift >= 0 && cfg.drift < 0.5):
-		return bad("-drift must be in [0, 0.5), got %v", cfg.drift)
+		return cfg, f.bad("-drift must be in [0, 0.5), got %v", cfg.drift), false
 	}
-	cfg.urls = urls
+	cfg.name = given[0]
 	return cfg, exitOK, true
 }
 
@@ -192,56 +165,67 @@ func readNode(client *redis.Client, index int, addr string, k lockKeys, timeout 
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	pipe := client.Pipeline()
-	now := pipe.Time(ctx)
-	hash := pipe.HGetAll(ctx, k.lock)
-	pttl := pipe.Do(ctx, "PTTL", k.lock)
-	queue := pipe.ZRangeWithScores(ctx, k.queue, 0, -1)
-	alive := pipe.ZRangeWithScores(ctx, k.alive, 0, -1)
-	fence := pipe.Get(ctx, k.fence)
-	marker := pipe.Get(ctx, k.marker)
+	r := nodeReplies{now: pipe.Time(ctx), hash: pipe.HGetAll(ctx, k.lock), pttl: pipe.Do(ctx, "PTTL", k.lock),
+		queue: pipe.ZRangeWithScores(ctx, k.queue, 0, -1), alive: pipe.ZRangeWithScores(ctx, k.alive, 0, -1),
+		fence: pipe.Get(ctx, k.fence), marker: pipe.Get(ctx, k.marker)}
 	sent := time.Now()
 	_, _ = pipe.Exec(ctx) // each command's own error is checked below
 	got := time.Now()
-	if err := now.Err(); err != nil {
+	if err := r.now.Err(); err != nil {
 		state.Error = oneLine(err)
 		return state
 	}
 	state.Reachable = true
-	state.clock = clockReading{sent: sent, got: got, node: now.Val()}
-	state.ClockOffsetMS = float64(now.Val().Sub(sent.Add(got.Sub(sent)/2))) / float64(time.Millisecond)
+	state.clock = clockReading{sent: sent, got: got, node: r.now.Val()}
+	state.ClockOffsetMS = float64(r.now.Val().Sub(sent.Add(got.Sub(sent)/2))) / float64(time.Millisecond)
+	if err := state.read(r); err != nil {
+		state.Error = oneLine(err)
+	}
+	return state
+}
+
+// nodeReplies are the answers to readNode's pipeline.
+type nodeReplies struct {
+	now           *redis.TimeCmd
+	hash          *redis.MapStringStringCmd
+	pttl          *redis.Cmd
+	queue, alive  *redis.ZSliceCmd
+	fence, marker *redis.StringCmd
+}
+
+// read fills state from the replies of a node that answered, and returns
+// the reads that failed (redis.Nil, a missing key, is no failure).
+func (state *nodeState) read(r nodeReplies) error {
 	var errs []error
 	note := func(what string, err error) {
 		if err != nil && !errors.Is(err, redis.Nil) {
 			errs = append(errs, fmt.Errorf("%s: %w", what, err))
 		}
 	}
-	note("HGETALL", hash.Err())
-	for field, value := range hash.Val() {
+	note("HGETALL", r.hash.Err())
+	for field, value := range r.hash.Val() {
 		if field == ownerField {
 			state.Owner = value
 		} else {
 			state.Holds++
 		}
 	}
-	if v, err := pttl.Int64(); err == nil {
+	if v, err := r.pttl.Int64(); err == nil {
 		state.PTTLms = v
 	} else {
 		note("PTTL", err)
 	}
-	note("ZRANGE queue", queue.Err())
-	note("ZRANGE alive", alive.Err())
-	state.Queue = append(state.Queue, queueOf(queue.Val(), alive.Val(), now.Val().UnixMilli())...)
-	if v, err := fence.Int64(); err == nil {
+	note("ZRANGE queue", r.queue.Err())
+	note("ZRANGE alive", r.alive.Err())
+	state.Queue = append(state.Queue, queueOf(r.queue.Val(), r.alive.Val(), r.now.Val().UnixMilli())...)
+	if v, err := r.fence.Int64(); err == nil {
 		state.Fence = v
 	} else {
 		note("GET fence", err)
 	}
-	value, err := marker.Result()
+	value, err := r.marker.Result()
 	note("GET marker", state.readMarker(value, err))
-	if len(errs) > 0 {
-		state.Error = oneLine(errors.Join(errs...))
-	}
-	return state
+	return errors.Join(errs...)
 }
 
 // queueOf is the fair queue in line order, each waiter with the time

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -87,11 +86,10 @@ Flags:
 
 // runConfig holds the flags and command line of run or elect.
 type runConfig struct {
-	command  string // "run" or "elect"
-	value    string // elect: the value published with leadership
-	urls     []string
+	command string // "run" or "elect"
+	value   string // elect: the value published with leadership
+	nodeOptions
 	name     string
-	prefix   string
 	ttl      time.Duration
 	wait     time.Duration
 	grace    time.Duration
@@ -111,63 +109,56 @@ func (cfg runConfig) printf(w io.Writer, format string, args ...any) {
 // and the exit status after it printed the help or one usage error line.
 func parseRunFlags(command string, args []string, stderr io.Writer) (runConfig, int, bool) {
 	cfg := runConfig{command: command}
-	var nodes string
-	flags := flag.NewFlagSet("redlock "+command, flag.ContinueOnError)
-	flags.SetOutput(stderr)
 	usage, wait := runUsage, 10*time.Second
 	if command == "elect" {
 		usage, wait = electUsage, 0
 	}
-	flags.Usage = func() {
-		fmt.Fprint(flags.Output(), usage)
-		flags.PrintDefaults()
-	}
-	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
-	flags.StringVar(&cfg.name, "name", "", "lock name (required)")
-	flags.StringVar(&cfg.prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix; keys are PREFIX{NAME}, PREFIX{NAME}:fence, ...")
-	flags.DurationVar(&cfg.ttl, "ttl", redlock.DefaultTTL, "lease TTL: how long others wait if redlock dies without releasing")
-	flags.DurationVar(&cfg.wait, "wait", wait, "how long to wait for the lock (0 waits forever)")
-	flags.DurationVar(&cfg.grace, "grace", 10*time.Second, "after a lost lock, time between CMD's SIGTERM and its SIGKILL")
-	flags.BoolVar(&cfg.fair, "fair", false, "first come, first served among waiters (use it on every run of the name)")
+	f := newFlags(command, usage, stderr)
+	f.nodeFlags(&cfg.nodeOptions, "key prefix; keys are PREFIX{NAME}, PREFIX{NAME}:fence, ...")
+	f.StringVar(&cfg.name, "name", "", "lock name (required)")
+	f.DurationVar(&cfg.ttl, "ttl", redlock.DefaultTTL, "lease TTL: how long others wait if redlock dies without releasing")
+	f.DurationVar(&cfg.wait, "wait", wait, "how long to wait for the lock (0 waits forever)")
+	f.DurationVar(&cfg.grace, "grace", 10*time.Second, "after a lost lock, time between CMD's SIGTERM and its SIGKILL")
+	f.BoolVar(&cfg.fair, "fair", false, "first come, first served among waiters (use it on every run of the name)")
 	if command == "elect" {
 		host, _ := os.Hostname()
-		flags.StringVar(&cfg.value, "value", fmt.Sprintf("%s:%d", host, os.Getpid()), "the value published while leader (redlock.Election's Leader)")
+		f.StringVar(&cfg.value, "value", fmt.Sprintf("%s:%d", host, os.Getpid()), "the value published while leader (redlock.Election's Leader)")
 	} else {
-		flags.BoolVar(&cfg.fencing, "fencing", false, "give CMD a fencing token in $REDLOCK_TOKEN")
-		flags.IntVar(&cfg.permits, "permits", 0, "NAME is a semaphore: up to K runs at once (0: a lock)")
+		f.BoolVar(&cfg.fencing, "fencing", false, "give CMD a fencing token in $REDLOCK_TOKEN")
+		f.IntVar(&cfg.permits, "permits", 0, "NAME is a semaphore: up to K runs at once (0: a lock)")
 	}
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return cfg, exitOK, false
-		}
-		return cfg, exitUsage, false // flag printed the error and the usage
+	if code, ok := f.parse(args); !ok {
+		return cfg, code, false
 	}
-	cfg.argv = flags.Args()
-	bad := func(format string, args ...any) (runConfig, int, bool) {
-		cfg.printf(stderr, format+" (see redlock %s -h)\n", append(args, command)...)
-		return cfg, exitUsage, false
+	cfg.argv = f.Args()
+	if err := f.readNodes(); err != nil {
+		return cfg, f.bad("%v", err), false
 	}
-	urls, err := nodeURLs(nodes)
-	switch {
-	case err != nil:
-		return bad("%v", err)
-	case cfg.name == "":
-		return bad("-name is required")
-	case len(cfg.argv) == 0:
-		return bad("no command: redlock %s -name NAME -- CMD [ARGS...]", command)
-	case cfg.ttl <= 0:
-		return bad("-ttl must be positive, got %v", cfg.ttl)
-	case cfg.wait < 0:
-		return bad("-wait must not be negative, got %v (0 waits forever)", cfg.wait)
-	case cfg.grace < 0:
-		return bad("-grace must not be negative, got %v", cfg.grace)
-	case cfg.permits < 0:
-		return bad("-permits must not be negative, got %d (0: a lock)", cfg.permits)
-	case cfg.permits > 0 && (cfg.fair || cfg.fencing):
-		return bad("-fair and -fencing do not apply to a semaphore (-permits)")
+	if problem := cfg.problem(); problem != "" {
+		return cfg, f.bad("%s", problem), false
 	}
-	cfg.urls = urls
 	return cfg, exitOK, true
+}
+
+// problem says what is wrong with cfg's flags and command line, or "".
+func (cfg runConfig) problem() string {
+	switch {
+	case cfg.name == "":
+		return "-name is required"
+	case len(cfg.argv) == 0:
+		return fmt.Sprintf("no command: redlock %s -name NAME -- CMD [ARGS...]", cfg.command)
+	case cfg.ttl <= 0:
+		return fmt.Sprintf("-ttl must be positive, got %v", cfg.ttl)
+	case cfg.wait < 0:
+		return fmt.Sprintf("-wait must not be negative, got %v (0 waits forever)", cfg.wait)
+	case cfg.grace < 0:
+		return fmt.Sprintf("-grace must not be negative, got %v", cfg.grace)
+	case cfg.permits < 0:
+		return fmt.Sprintf("-permits must not be negative, got %d (0: a lock)", cfg.permits)
+	case cfg.permits > 0 && (cfg.fair || cfg.fencing):
+		return "-fair and -fencing do not apply to a semaphore (-permits)"
+	}
+	return ""
 }
 
 // runCommand is the run subcommand: parse, resolve CMD, check the nodes,

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"slices"
 	"strings"
@@ -37,59 +38,59 @@ func short(d time.Duration) string {
 // clientStats is one row of the table: one lock kind on one client, or
 // the total.
 type clientStats struct {
-	name                 string
-	sections             int64
-	waits                []time.Duration // sorted
-	lockErrs, unlockErrs int
-	lostLeases           int
+	name                             string
+	sections                         int64
+	waits                            []time.Duration // sorted
+	lockErrs, unlockErrs, lostLeases int64
+}
+
+// add counts other's sections, errors and waits in row too.
+func (row *clientStats) add(other clientStats) {
+	row.sections += other.sections
+	row.waits = append(row.waits, other.waits...)
+	row.lockErrs += other.lockErrs
+	row.unlockErrs += other.unlockErrs
+	row.lostLeases += other.lostLeases
 }
 
 // tally makes a row per lock kind and client that had workers, then the
 // total.
 func (s *session) tally(results []workerResult) []clientStats {
-	type key struct{ kind, client int }
-	index := make(map[key]int)
 	var rows []clientStats
-	for kind := range s.kinds {
+	total := clientStats{name: "total"}
+	for k, kind := range s.kinds {
 		for client := range s.clients {
+			row := clientStats{name: kind.label() + ", " + clientNames[client]}
+			workers := 0
 			for _, r := range results {
-				if r.kind == kind && r.client == client {
-					index[key{kind, client}] = len(rows)
-					rows = append(rows, clientStats{
-						name:     s.kinds[kind].label + ", " + clientNames[client],
-						sections: s.kinds[kind].sections[client].Load(),
-					})
-					break
+				if r.kind == k && r.client == client {
+					row.waits = append(row.waits, r.waits...)
+					workers++
 				}
 			}
+			if workers == 0 {
+				continue
+			}
+			stats := &kind.stats[client]
+			row.sections, row.lockErrs = stats.Sections.Load(), stats.LockErrors.Load()
+			row.unlockErrs, row.lostLeases = stats.UnlockErrors.Load(), stats.LostLeases.Load()
+			slices.Sort(row.waits)
+			rows = append(rows, row)
+			total.add(row)
 		}
 	}
-	rows = append(rows, clientStats{name: "total", sections: s.sectionsDone()})
-	total := &rows[len(rows)-1]
-	for _, r := range results {
-		for _, row := range []*clientStats{&rows[index[key{r.kind, r.client}]], total} {
-			row.waits = append(row.waits, r.waits...)
-			row.lockErrs += r.lockErrs
-			row.unlockErrs += r.unlockErrs
-			row.lostLeases += r.lostLeases
-		}
-	}
-	for i := range rows {
-		slices.Sort(rows[i].waits)
-	}
-	return rows
+	slices.Sort(total.waits)
+	return append(rows, total)
 }
 
 // report prints the summary and returns the exit status. Its last line is
 // always "violations: N", for scripts to grep.
 func (s *session) report(results []workerResult, interrupted bool) int {
-	rows := s.tally(results)
 	var lost int64
 	counters := make([]string, len(s.kinds))
 	for i, kind := range s.kinds {
-		sections := kind.sections[0].Load() + kind.sections[1].Load()
-		lost += sections - kind.counter.Load()
-		counters[i] = fmt.Sprintf("%s %d", kind.label, kind.counter.Load())
+		lost += kind.stats[0].LostUpdates.Load() + kind.stats[1].LostUpdates.Load()
+		counters[i] = fmt.Sprintf("%s %d", kind.label(), s.records.Value(kind.name))
 	}
 	violations := s.check.Violations()
 
@@ -97,25 +98,7 @@ func (s *session) report(results []workerResult, interrupted bool) int {
 	defer s.outMu.Unlock()
 	out := s.stdout
 	fmt.Fprintln(out)
-	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(table, "\tsections\tlock wait p50\tp99\tmax\tlock errors\tunlock errors\tlost leases\t")
-	for _, row := range rows {
-		fmt.Fprintf(table, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t\n", row.name, row.sections,
-			short(percentile(row.waits, 50)), short(percentile(row.waits, 99)), short(percentile(row.waits, 100)),
-			row.lockErrs, row.unlockErrs, row.lostLeases)
-	}
-	_ = table.Flush()
-	for _, kind := range s.kinds {
-		all := kind.handoffs.total()
-		fmt.Fprintf(out, "handoff %s (Unlock to the next waiter's grant): p50 %s, p99 %s, max %s over %d handoffs\n", kind.label,
-			short(percentile(all, 50)), short(percentile(all, 99)), short(percentile(all, 100)), len(all))
-	}
-	for _, r := range results {
-		if r.lastErr != nil {
-			fmt.Fprintf(out, "last lock/unlock error (%s): %s\n", clientNames[r.client], firstLine(r.lastErr))
-			break
-		}
-	}
+	s.writeStats(out, results)
 	for i, v := range violations {
 		if i == 5 {
 			fmt.Fprintf(out, "... and %d more\n", len(violations)-i)
@@ -136,4 +119,28 @@ func (s *session) report(results []workerResult, interrupted bool) int {
 		return exitInterrupted
 	}
 	return exitOK
+}
+
+// writeStats writes the table of sections, waits and errors, each lock's
+// handoff times and the first worker's last error, if any.
+func (s *session) writeStats(out io.Writer, results []workerResult) {
+	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(table, "\tsections\tlock wait p50\tp99\tmax\tlock errors\tunlock errors\tlost leases\t")
+	for _, row := range s.tally(results) {
+		fmt.Fprintf(table, "%s\t%d\t%s\t%s\t%s\t%d\t%d\t%d\t\n", row.name, row.sections,
+			short(percentile(row.waits, 50)), short(percentile(row.waits, 99)), short(percentile(row.waits, 100)),
+			row.lockErrs, row.unlockErrs, row.lostLeases)
+	}
+	_ = table.Flush()
+	for _, kind := range s.kinds {
+		all := kind.handoffs.total()
+		fmt.Fprintf(out, "handoff %s (Unlock to the next waiter's grant): p50 %s, p99 %s, max %s over %d handoffs\n", kind.label(),
+			short(percentile(all, 50)), short(percentile(all, 99)), short(percentile(all, 100)), len(all))
+	}
+	for _, r := range results {
+		if r.lastErr != nil {
+			fmt.Fprintf(out, "last lock/unlock error (%s): %s\n", clientNames[r.client], firstLine(r.lastErr))
+			break
+		}
+	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -36,53 +34,55 @@ Example:
 Flags:
 `
 
+// unlockConfig holds unlock's flags.
+type unlockConfig struct {
+	nodeOptions
+	name string
+}
+
+// parseUnlockFlags returns unlock's config, or false and the exit status
+// after it printed the help or one usage error line.
+func parseUnlockFlags(args []string, stderr io.Writer) (unlockConfig, int, bool) {
+	var cfg unlockConfig
+	f := newFlags("unlock", unlockUsage, stderr)
+	f.nodeFlags(&cfg.nodeOptions, "key prefix the lock was taken with")
+	f.timeoutFlag(time.Second, "how long each node may take to answer")
+	force := f.Bool("force", false, "take the lock from its holder (required)")
+	if code, ok := f.parse(args); !ok {
+		return cfg, code, false
+	}
+	err := f.readNodes()
+	switch {
+	case f.NArg() == 0:
+		return cfg, f.bad("no lock name: redlock unlock -force NAME"), false
+	case f.NArg() > 1:
+		return cfg, f.bad("unexpected argument %q after the lock name", f.Arg(1)), false
+	case !*force:
+		return cfg, f.bad("only -force unlocks: it takes the lock from whoever holds it"), false
+	case err != nil:
+		return cfg, f.bad("%v", err), false
+	case cfg.timeout <= 0:
+		return cfg, f.bad("-timeout must be positive, got %v", cfg.timeout), false
+	}
+	cfg.name = f.Arg(0)
+	return cfg, exitOK, true
+}
+
 // unlock is the unlock subcommand.
 func unlock(args []string, stdout, stderr io.Writer) int {
-	var nodes, prefix string
-	var force bool
-	var timeout time.Duration
-	flags := flag.NewFlagSet("redlock unlock", flag.ContinueOnError)
-	flags.SetOutput(stderr)
-	flags.Usage = func() {
-		fmt.Fprint(flags.Output(), unlockUsage)
-		flags.PrintDefaults()
+	cfg, code, ok := parseUnlockFlags(args, stderr)
+	if !ok {
+		return code
 	}
-	flags.StringVar(&nodes, "nodes", "", nodesFlagHelp)
-	flags.StringVar(&prefix, "prefix", redlock.DefaultKeyPrefix, "key prefix the lock was taken with")
-	flags.BoolVar(&force, "force", false, "take the lock from its holder (required)")
-	flags.DurationVar(&timeout, "timeout", time.Second, "how long each node may take to answer")
-	if err := flags.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
-	}
-	bad := func(format string, args ...any) int {
-		fmt.Fprintf(stderr, "redlock unlock: "+format+" (see redlock unlock -h)\n", args...)
-		return exitUsage
-	}
-	urls, err := nodeURLs(nodes)
-	switch {
-	case flags.NArg() == 0:
-		return bad("no lock name: redlock unlock -force NAME")
-	case flags.NArg() > 1:
-		return bad("unexpected argument %q after the lock name", flags.Arg(1))
-	case !force:
-		return bad("only -force unlocks: it takes the lock from whoever holds it")
-	case err != nil:
-		return bad("%v", err)
-	case timeout <= 0:
-		return bad("-timeout must be positive, got %v", timeout)
-	}
-	name := flags.Arg(0)
-	client, err := redlock.Dial(urls, redlock.WithKeyPrefix(prefix), redlock.WithNodeTimeout(timeout))
+	client, err := redlock.Dial(cfg.urls, redlock.WithKeyPrefix(cfg.prefix), redlock.WithNodeTimeout(cfg.timeout))
 	if err != nil {
-		return bad("%s", oneLine(err))
+		fmt.Fprintf(stderr, "redlock unlock: %s (see redlock unlock -h)\n", oneLine(err))
+		return exitUsage
 	}
 	defer func() { _ = client.Close() }()
 	ctx := context.Background()
-	before, inspectErr := client.Inspect(ctx, name)
-	if err := client.ForceUnlock(ctx, name); err != nil {
+	before, inspectErr := client.Inspect(ctx, cfg.name)
+	if err := client.ForceUnlock(ctx, cfg.name); err != nil {
 		fmt.Fprintf(stderr, "redlock unlock: %s\n", plain(err))
 		return exitError
 	}

@@ -14,7 +14,8 @@
 // update (a writer wrote under a read hold); the checker lets read holds
 // overlap each other, never a writer's.
 // All workers run in one process, so the checker compares times on one
-// monotonic clock.
+// monotonic clock. The demo (cmd/redlock) runs Workers of its own, on two
+// unfenced locks of its own, for the same section and checks.
 package workload
 
 import (
@@ -68,11 +69,12 @@ type Config struct {
 
 // Stats are the counts of a run, safe to read while it runs.
 type Stats struct {
-	Sections    atomic.Int64 // writes made under a valid lease
-	LostUpdates atomic.Int64 // sections whose write did not land on top of the read; for a semaphore, sections entered with every permit's holder inside and valid
-	Fenced      atomic.Int64 // stale writes the record refused by fencing token
-	LostLeases  atomic.Int64 // leases found lost before the write: no write made
-	LockErrors  atomic.Int64 // Lock calls that failed before the run ended
+	Sections     atomic.Int64 // writes made under a valid lease
+	LostUpdates  atomic.Int64 // sections whose write did not land on top of the read; for a semaphore, sections entered with every permit's holder inside and valid
+	Fenced       atomic.Int64 // stale writes the record refused by fencing token
+	LostLeases   atomic.Int64 // leases found lost before the write: no write made
+	LockErrors   atomic.Int64 // Lock calls that failed before the run ended
+	UnlockErrors atomic.Int64 // Unlock calls that failed
 }
 
 // record is the shared resource of one lock name. It checks fencing
@@ -104,47 +106,130 @@ func (r *record) read() int64 {
 	return r.value
 }
 
+// Records are what the workers of a run share: a record per lock name (a
+// lock guards the record of its name) and the semaphore's holders. The
+// zero value is ready.
+type Records struct {
+	mu      sync.Mutex
+	byName  map[string]*record
+	permits holders
+}
+
+func (r *Records) record(name string) *record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byName == nil {
+		r.byName = map[string]*record{}
+	}
+	if r.byName[name] == nil {
+		r.byName[name] = &record{}
+	}
+	return r.byName[name]
+}
+
+// Value is the value of name's record: the writes that landed on it.
+func (r *Records) Value(name string) int64 { return r.record(name).read() }
+
 // Run runs the workers until ctx ends and fills stats.
 func Run(ctx context.Context, cfg Config, stats *Stats) {
 	modes := cfg.Modes
 	if len(modes) == 0 {
 		modes = AllModes
 	}
-	hold := cfg.Hold
-	if hold <= 0 {
-		hold = time.Millisecond
-	}
-	records := map[string]*record{}
-	for _, name := range []string{"plain", "fair", "fenced", "multi-a", "multi-b", "election", "rw"} {
-		records[name] = &record{}
-	}
 	if slices.Contains(modes, Semaphore) {
 		cfg.Check.Limit(string(Semaphore)+":semaphore", SemaphorePermits)
 	}
-	permits := &holders{inside: map[*redlock.Lease]bool{}}
+	records := &Records{}
 	var wg sync.WaitGroup
 	next := 0
 	for _, mode := range modes {
 		for range cfg.Workers {
 			client := cfg.Clients[next%len(cfg.Clients)]
 			next++
-			w := &worker{mode: mode, hold: hold, check: cfg.Check, stats: stats, records: records, permits: permits,
-				lock: Locker(client, mode, cfg.Options...), names: Names(mode)}
-			wg.Go(func() { w.run(ctx) })
+			w := &Worker{Mode: mode, Lock: Locker(client, mode, cfg.Options...), Names: Names(mode),
+				Hold: cfg.Hold, Check: cfg.Check, Stats: stats, Records: records}
+			wg.Go(func() { w.Run(ctx) })
 		}
 	}
 	wg.Wait()
 }
 
-type worker struct {
-	mode    Mode
-	hold    time.Duration
-	check   *checker.Checker
-	stats   *Stats
-	records map[string]*record
-	permits *holders // the Semaphore mode's holders
-	lock    func(context.Context) (*redlock.Lease, error)
-	names   []string
+// Worker takes Lock over and over until ctx ends, does Mode's section on
+// the records of Names under each lease and gives every grant to Check.
+// Run makes them on Locker's locks; the demo makes its own on other locks.
+type Worker struct {
+	Mode    Mode
+	Lock    func(context.Context) (*redlock.Lease, error)
+	Names   []string      // the records it writes; the checker gets each grant as "mode:name"
+	Hold    time.Duration // the sleep between read and write (default 1ms)
+	Check   *checker.Checker
+	Stats   *Stats
+	Records *Records
+	Hooks   Hooks
+}
+
+// Hooks let a caller watch a worker (the demo times lock waits and
+// handoffs with them). Each runs on the worker's goroutine; nil ones are
+// skipped.
+type Hooks struct {
+	Granted   func(began, acquired time.Time) // a Lock called at began returned a lease at acquired
+	Releasing func(at time.Time)              // the holder is done and about to Unlock
+	Failed    func(err error)                 // a Lock (before ctx ended) or an Unlock failed
+}
+
+// Run is the worker's loop; it returns once ctx has ended.
+func (w *Worker) Run(ctx context.Context) {
+	records := make([]*record, len(w.Names))
+	for i, name := range w.Names {
+		records[i] = w.Records.record(name)
+	}
+	for ctx.Err() == nil {
+		began := time.Now()
+		lease, err := w.Lock(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.Stats.LockErrors.Add(1)
+				w.failed(err)
+				Pause(ctx, 10*time.Millisecond)
+			}
+			continue
+		}
+		acquired := time.Now()
+		if w.Hooks.Granted != nil {
+			w.Hooks.Granted(began, acquired)
+		}
+		w.section(lease, records)
+		w.release(lease, acquired)
+	}
+}
+
+// release gives the grant to the checker, once per name, and unlocks:
+// with a Context of its own, so that a run that ends still unlocks.
+func (w *Worker) release(lease *redlock.Lease, acquired time.Time) {
+	released := time.Now()
+	for _, name := range w.Names {
+		w.Check.Record(Grant(w.Mode, name, lease, acquired, released))
+	}
+	if w.Hooks.Releasing != nil {
+		w.Hooks.Releasing(released)
+	}
+	if err := lease.Unlock(context.Background()); err != nil {
+		w.Stats.UnlockErrors.Add(1)
+		w.failed(err)
+	}
+}
+
+func (w *Worker) failed(err error) {
+	if w.Hooks.Failed != nil {
+		w.Hooks.Failed(err)
+	}
+}
+
+func (w *Worker) hold() time.Duration {
+	if w.Hold <= 0 {
+		return time.Millisecond
+	}
+	return w.Hold
 }
 
 // Locker returns the Lock of mode's lock on c, as the workers take it:
@@ -213,73 +298,53 @@ func Names(mode Mode) []string {
 	return []string{"plain"}
 }
 
-func (w *worker) run(ctx context.Context) {
-	for ctx.Err() == nil {
-		lease, err := w.lock(ctx)
-		if err != nil {
-			if ctx.Err() == nil {
-				w.stats.LockErrors.Add(1)
-				pause(ctx, 10*time.Millisecond)
-			}
-			continue
-		}
-		acquired := time.Now()
-		w.section(lease)
-		released := time.Now()
-		for _, name := range w.names {
-			w.check.Record(Grant(w.mode, name, lease, acquired, released))
-		}
-		_ = lease.Unlock(context.Background())
-	}
-}
-
 // section is the critical section: read every record, sleep, write each
 // back plus one — skipped once the lease's Context is done, as the holder
 // must (see the guarantees in docs/safety.md).
-func (w *worker) section(lease *redlock.Lease) {
-	if w.mode == Semaphore {
+func (w *Worker) section(lease *redlock.Lease, records []*record) {
+	if w.Mode == Semaphore {
 		w.permitSection(lease)
 		return
 	}
 	if reading(lease) {
-		w.readSection(lease)
+		w.readSection(lease, records[0])
 		return
 	}
-	reads := make([]int64, len(w.names))
-	for i, name := range w.names {
-		reads[i] = w.records[name].read()
+	reads := make([]int64, len(records))
+	for i, r := range records {
+		reads[i] = r.read()
 	}
-	time.Sleep(w.hold)
+	time.Sleep(w.hold())
 	if lease.Context().Err() != nil {
-		w.stats.LostLeases.Add(1)
+		w.Stats.LostLeases.Add(1)
 		return
 	}
-	for i, name := range w.names {
-		accepted, lost := w.records[name].write(lease.Token(), reads[i], reads[i]+1)
+	for i, r := range records {
+		accepted, lost := r.write(lease.Token(), reads[i], reads[i]+1)
 		switch {
 		case !accepted:
-			w.stats.Fenced.Add(1)
+			w.Stats.Fenced.Add(1)
 		case lost:
-			w.stats.LostUpdates.Add(1)
+			w.Stats.LostUpdates.Add(1)
 		}
 	}
-	w.stats.Sections.Add(1)
+	w.Stats.Sections.Add(1)
 }
 
 // permitSection is the Semaphore mode's section: enter, sleep, leave;
 // entering while SemaphorePermits other holders are inside with valid
 // leases counts as a lost update.
-func (w *worker) permitSection(lease *redlock.Lease) {
+func (w *Worker) permitSection(lease *redlock.Lease) {
 	if lease.Context().Err() != nil {
-		w.stats.LostLeases.Add(1)
+		w.Stats.LostLeases.Add(1)
 		return
 	}
-	if over := w.permits.enter(lease); over {
-		w.stats.LostUpdates.Add(1)
+	if over := w.Records.permits.enter(lease); over {
+		w.Stats.LostUpdates.Add(1)
 	}
-	time.Sleep(w.hold)
-	w.permits.leave(lease)
-	w.stats.Sections.Add(1)
+	time.Sleep(w.hold())
+	w.Records.permits.leave(lease)
+	w.Stats.Sections.Add(1)
 }
 
 // reading reports whether lease is a read hold (of the RW mode's lock).
@@ -288,22 +353,22 @@ func reading(lease *redlock.Lease) bool { return lease.Owner() == node.Readers }
 // readSection is a reader's section: read, sleep, read again. A change
 // between the two reads, the second made while the read lease was still
 // valid, is a write made under a read hold: a lost update.
-func (w *worker) readSection(lease *redlock.Lease) {
-	record := w.records[w.names[0]]
+func (w *Worker) readSection(lease *redlock.Lease, record *record) {
 	before := record.read()
-	time.Sleep(w.hold)
+	time.Sleep(w.hold())
 	after := record.read()
 	if !time.Now().Before(lease.Until()) || lease.Context().Err() != nil {
-		w.stats.LostLeases.Add(1)
+		w.Stats.LostLeases.Add(1)
 		return
 	}
 	if after != before {
-		w.stats.LostUpdates.Add(1)
+		w.Stats.LostUpdates.Add(1)
 	}
-	w.stats.Sections.Add(1)
+	w.Stats.Sections.Add(1)
 }
 
-// holders are the semaphore's holders inside their section.
+// holders are the semaphore's holders inside their section. The zero
+// value is ready.
 type holders struct {
 	mu     sync.Mutex
 	inside map[*redlock.Lease]bool
@@ -321,6 +386,9 @@ func (h *holders) enter(lease *redlock.Lease) (over bool) {
 			valid++
 		}
 	}
+	if h.inside == nil {
+		h.inside = map[*redlock.Lease]bool{}
+	}
 	h.inside[lease] = true
 	return valid >= SemaphorePermits
 }
@@ -331,11 +399,15 @@ func (h *holders) leave(lease *redlock.Lease) {
 	delete(h.inside, lease)
 }
 
-func pause(ctx context.Context, d time.Duration) {
+// Pause sleeps for d or until ctx ends, and reports whether d passed. The
+// demo paces its phases with it too.
+func Pause(ctx context.Context, d time.Duration) bool {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
+		return true
 	case <-ctx.Done():
+		return false
 	}
 }

@@ -121,7 +121,7 @@ func TestHolders_overAtPermitsPlusOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	h := &holders{inside: map[*redlock.Lease]bool{}}
+	h := &holders{}
 	var leases []*redlock.Lease
 	for i := range SemaphorePermits + 1 {
 		lease, err := c.Mutex(fmt.Sprint("h", i), redlock.WithTTL(time.Second)).Lock(t.Context())
@@ -164,9 +164,10 @@ func TestReadSection_detectsAWriteUnderARead(t *testing.T) {
 	}
 	defer lease.Unlock(t.Context())
 	stats := &Stats{}
-	w := &worker{mode: RW, hold: 50 * time.Millisecond, stats: stats, records: map[string]*record{"rw": {}}, names: Names(RW)}
-	w.records["rw"].write(0, 0, 1) // before the section: fine
-	w.section(lease)
+	w := &Worker{Mode: RW, Hold: 50 * time.Millisecond, Stats: stats, Records: &Records{}, Names: Names(RW)}
+	rw := w.Records.record("rw")
+	rw.write(0, 0, 1) // before the section: fine
+	w.section(lease, []*record{rw})
 	if stats.LostUpdates.Load() != 0 || stats.Sections.Load() != 1 {
 		t.Fatalf("a quiet read: %d lost, %d sections", stats.LostUpdates.Load(), stats.Sections.Load())
 	}
@@ -174,9 +175,9 @@ func TestReadSection_detectsAWriteUnderARead(t *testing.T) {
 	go func() {
 		defer close(done)
 		time.Sleep(20 * time.Millisecond)
-		w.records["rw"].write(0, 1, 2) // inside the read section
+		rw.write(0, 1, 2) // inside the read section
 	}()
-	w.section(lease)
+	w.section(lease, []*record{rw})
 	<-done
 	if stats.LostUpdates.Load() != 1 {
 		t.Fatalf("a write during a valid read hold was not counted (%d)", stats.LostUpdates.Load())
