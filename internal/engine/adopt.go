@@ -270,7 +270,7 @@ func (h *handoff) freeze(hold string) {
 // adopt takes the lease from the handoff notices when a quorum of nodes
 // handed the lock to k's latest failed attempt (see handoff). It returns
 // nil when they have not, or the lease would no longer be valid.
-func (m *Mutex) adopt(ctx context.Context, k *lockCall) (*lease, outcome) {
+func (m *Mutex) adopt(ctx context.Context, k *lockCall) (*Held, outcome) {
 	if k.handoff == nil {
 		return nil, outcome{}
 	}
@@ -279,11 +279,11 @@ func (m *Mutex) adopt(ctx context.Context, k *lockCall) (*lease, outcome) {
 		return nil, outcome{}
 	}
 	k.handoff.attempting() // once: a lease that fails its fencing is given back
-	until := core.ValidUntil(start, m.queue.Span(), m.settings.DriftFactor)
+	until := core.ValidUntil(start, m.Queue.Span(), m.Settings.DriftFactor)
 	if !time.Now().Before(until) {
 		return nil, outcome{}
 	}
-	tally := quorum.Tally[node.Acquired]{Replies: make([]quorum.Reply[node.Acquired], len(m.client.nodes))}
+	tally := quorum.Tally[node.Acquired]{Replies: make([]quorum.Reply[node.Acquired], len(m.client.Nodes))}
 	for i := range tally.Replies {
 		tally.Replies[i] = quorum.Reply[node.Acquired]{Vote: quorum.No}
 	}
@@ -291,5 +291,5 @@ func (m *Mutex) adopt(ctx context.Context, k *lockCall) (*lease, outcome) {
 		tally.Replies[i] = quorum.Reply[node.Acquired]{Vote: quorum.Yes, Value: node.Acquired{Granted: true, Holds: 1}}
 	}
 	tally.Yes, tally.No, tally.Answered = len(nodes), len(tally.Replies)-len(nodes), len(tally.Replies)
-	return m.grant(ctx, k, hold, start, until, nil, func(*lease) quorum.Tally[node.Acquired] { return tally })
+	return m.grant(ctx, k, hold, start, until, nil, func(*Held) quorum.Tally[node.Acquired] { return tally })
 }

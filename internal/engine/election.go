@@ -48,7 +48,7 @@ func (c *Client) Election(name string, opts ...core.Option) *Election {
 	if name == "" {
 		e.err = fmt.Errorf("%w: empty election name", core.ErrConfig)
 	}
-	e.record = e.mutex.keys.Lock + ":leader"
+	e.record = e.mutex.Keys.Lock + ":leader"
 	return e
 }
 
@@ -64,15 +64,15 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 		return nil, fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	c := e.client
-	if !c.begin() {
+	if !c.Begin() {
 		return nil, core.ErrClosed
 	}
-	defer c.end()
+	defer c.End()
 	lease, err := e.mutex.acquire(reentrant.WithOwner(ctx, reentrant.NewID()), true)
 	if err != nil {
 		return nil, err
 	}
-	record := node.Record{Term: lease.token, Owner: node.Fingerprint(lease.owner), Value: value}
+	record := node.Record{Term: lease.Token(), Owner: node.Fingerprint(lease.Owner()), Value: value}
 	err = e.publish(ctx, lease, record)
 	if err == nil && ctx.Err() != nil {
 		err = ctx.Err() // published as the caller stopped waiting: it would never resign
@@ -84,7 +84,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 		}
 		return nil, err
 	}
-	c.background.Go(func() { e.keepPublished(lease, record) })
+	c.Background.Go(func() { e.keepPublished(lease, record) })
 	return &Lease{held: lease}, nil
 }
 
@@ -92,21 +92,21 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 // the leadership ends (or the Client closes): that keeps it from expiring,
 // and a node that lost it (restarted empty) has it back, as the lease's
 // renewals put the lock back there: Leader goes on naming the leader.
-func (e *Election) keepPublished(lease *lease, record node.Record) {
+func (e *Election) keepPublished(lease *Held, record node.Record) {
 	c := e.client
-	ticker := time.NewTicker(e.mutex.settings.TTL / 3)
+	ticker := time.NewTicker(e.mutex.Settings.TTL / 3)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ticker.C:
-		case <-lease.ctx.Done():
+		case <-lease.Context().Done():
 			return
-		case <-c.done:
+		case <-c.Done:
 			return
 		}
-		errs := make([]error, len(c.nodes))
-		e.mutex.eachNode(lease.ctx, errs, func(ctx context.Context, _ int, n *node.Node) error {
-			_, err := n.Publish(ctx, e.record, record, e.mutex.settings.TTL)
+		errs := make([]error, len(c.Nodes))
+		e.mutex.eachNode(lease.Context(), errs, func(ctx context.Context, _ int, n *node.Node) error {
+			_, err := n.Publish(ctx, e.record, record, e.mutex.Settings.TTL)
 			return err
 		})
 	}
@@ -114,12 +114,12 @@ func (e *Election) keepPublished(lease *lease, record node.Record) {
 
 // publish writes the leader record on every node; a quorum must hold it
 // for this term, and the lease must still be valid.
-func (e *Election) publish(ctx context.Context, lease *lease, record node.Record) error {
+func (e *Election) publish(ctx context.Context, lease *Held, record node.Record) error {
 	c := e.client
-	stored := make([]uint64, len(c.nodes))
-	errs := make([]error, len(c.nodes))
+	stored := make([]uint64, len(c.Nodes))
+	errs := make([]error, len(c.Nodes))
 	e.mutex.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
-		stored[i], err = n.Publish(ctx, e.record, record, e.mutex.settings.TTL)
+		stored[i], err = n.Publish(ctx, e.record, record, e.mutex.Settings.TTL)
 		return err
 	})
 	published, later := 0, uint64(0)
@@ -127,20 +127,20 @@ func (e *Election) publish(ctx context.Context, lease *lease, record node.Record
 	for i, err := range errs {
 		switch {
 		case err != nil:
-			nodeErrs = append(nodeErrs, c.nodeError(&e.mutex.settings, i, err))
+			nodeErrs = append(nodeErrs, c.NodeError(&e.mutex.Settings, i, err))
 		case stored[i] == record.Term:
 			published++
 		default:
 			later = max(later, stored[i])
 		}
 	}
-	need := e.mutex.settings.QuorumOf(len(c.nodes))
+	need := e.mutex.Settings.QuorumOf(len(c.Nodes))
 	switch {
 	case later > 0:
 		return fmt.Errorf("%w: term %d was published, after this one (%d): this leadership is over", core.ErrNotAcquired, later, record.Term)
 	case published < need:
-		return verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: the leader was published on %d of %d nodes, %d needed",
-			core.ErrNoQuorum, published, len(c.nodes), need))
+		return Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: the leader was published on %d of %d nodes, %d needed",
+			core.ErrNoQuorum, published, len(c.Nodes), need))
 	}
 	if err := lease.Err(); err != nil {
 		return fmt.Errorf("%w: leadership ended while it was published: %w", core.ErrNotAcquired, err)
@@ -157,15 +157,15 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 		return Leader{}, fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	c := e.client
-	if !c.begin() {
+	if !c.Begin() {
 		return Leader{}, core.ErrClosed
 	}
-	defer c.end()
+	defer c.End()
 	// The lock and the records are read at once: two rounds, one wait.
 	var info LockInfo
 	var err error
-	records := make([]node.Record, len(c.nodes))
-	errs := make([]error, len(c.nodes))
+	records := make([]node.Record, len(c.Nodes))
+	errs := make([]error, len(c.Nodes))
 	var reads sync.WaitGroup
 	reads.Go(func() { info, err = e.mutex.inspect(ctx) })
 	e.mutex.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
@@ -183,15 +183,15 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	var nodeErrs []error
 	for i, err := range errs {
 		if err != nil {
-			nodeErrs = append(nodeErrs, c.nodeError(&e.mutex.settings, i, err))
+			nodeErrs = append(nodeErrs, c.NodeError(&e.mutex.Settings, i, err))
 		} else if records[i].Term > latest.Term {
 			latest = records[i]
 		}
 	}
-	need := e.mutex.settings.QuorumOf(len(c.nodes))
-	if answered := len(c.nodes) - len(nodeErrs); answered < need {
-		return Leader{}, verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
-			core.ErrNoQuorum, answered, len(c.nodes), need))
+	need := e.mutex.Settings.QuorumOf(len(c.Nodes))
+	if answered := len(c.Nodes) - len(nodeErrs); answered < need {
+		return Leader{}, Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
+			core.ErrNoQuorum, answered, len(c.Nodes), need))
 	}
 	if latest.Owner != info.Owner {
 		return Leader{}, fmt.Errorf("%w: election %q: its holder has not published its value yet", ErrNoLeader, e.name)
@@ -203,13 +203,13 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	ch := make(chan Leader)
 	c := e.client
-	if e.err != nil || ctx == nil || !c.begin() {
+	if e.err != nil || ctx == nil || !c.Begin() {
 		close(ch)
 		return ch
 	}
-	every := min(max(e.mutex.settings.TTL/10, 10*time.Millisecond), time.Second)
+	every := min(max(e.mutex.Settings.TTL/10, 10*time.Millisecond), time.Second)
 	go func() {
-		defer c.end()
+		defer c.End()
 		defer close(ch)
 		ticker := time.NewTicker(every)
 		defer ticker.Stop()
@@ -231,7 +231,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 					continue // not taken: read again, send the latest
 				case <-ctx.Done():
 					return
-				case <-c.done:
+				case <-c.Done:
 					return
 				}
 			}
@@ -239,7 +239,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 			case <-ticker.C:
 			case <-ctx.Done():
 				return
-			case <-c.done:
+			case <-c.Done:
 				return
 			}
 		}

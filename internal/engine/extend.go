@@ -10,11 +10,11 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-func (l *lease) Extend(ctx context.Context) error {
-	if !l.mutex.client.begin() {
+func (l *Held) Extend(ctx context.Context) error {
+	if !l.Target.Begin() {
 		return core.ErrClosed
 	}
-	defer l.mutex.client.end()
+	defer l.Target.End()
 	l.ops.Lock()
 	defer l.ops.Unlock()
 	if !time.Now().Before(l.Until()) {
@@ -23,13 +23,13 @@ func (l *lease) Extend(ctx context.Context) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	m, start := l.mutex, time.Now()
+	m, start := l.Target, time.Now()
 	round := l.renewRound(ctx)
 	tally := round.Wait(ctx)
-	renewed := tally.Yes >= m.need() && l.renewed(start)
+	renewed := tally.Yes >= m.Need() && l.renewed(start)
 	// Hold ops until every node answered: a renewal still on its way could
 	// otherwise land after an Unlock's release and re-create the lock.
-	waitAll, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.settings.RoundTimeout())
+	waitAll, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.Settings.RoundTimeout())
 	defer cancel()
 	round.WaitAll(waitAll)
 	if renewed {
@@ -42,13 +42,13 @@ func (l *lease) Extend(ctx context.Context) error {
 }
 
 // renewRound sends this lease's renewal to every node.
-func (l *lease) renewRound(ctx context.Context) *quorum.Round[node.Renewed] {
-	m, c := l.mutex, l.mutex.client
-	batch := []node.Renewal{{Keys: m.keys.Node(), Owner: l.owner, Hold: l.hold, TTL: m.settings.TTL}}
-	return quorum.Start(ctx, m.settings.RoundTimeout(), len(c.nodes), m.need(), &c.background,
+func (l *Held) renewRound(ctx context.Context) *quorum.Round[node.Renewed] {
+	m, c := l.Target, l.Target.Runtime
+	batch := []node.Renewal{{Keys: m.Keys.Node(), Owner: l.owner, Hold: l.Hold, TTL: m.Settings.TTL}}
+	return quorum.Start(ctx, m.Settings.RoundTimeout(), len(c.Nodes), m.Need(), &c.Background,
 		func(ctx context.Context, i int) quorum.Reply[node.Renewed] {
-			renewed, err := c.nodes[i].Renew(ctx, batch)
-			l.called(i, err) // the renewal may still run there, after a release
+			renewed, err := c.Nodes[i].Renew(ctx, batch)
+			l.Called(i, err) // the renewal may still run there, after a release
 			switch {
 			case err != nil:
 				return quorum.Reply[node.Renewed]{Vote: quorum.Failed, Err: err}
@@ -62,17 +62,17 @@ func (l *lease) renewRound(ctx context.Context) *quorum.Round[node.Renewed] {
 }
 
 // extendFailed is the error of an Extend whose round did not renew.
-func (l *lease) extendFailed(ctx context.Context, tally quorum.Tally[node.Renewed]) error {
-	need := l.mutex.need()
-	v := verdictOf(l.mutex, tally.Replies, need)
+func (l *Held) extendFailed(ctx context.Context, tally quorum.Tally[node.Renewed]) error {
+	need := l.Target.Need()
+	v := VerdictOf(l.Target, tally.Replies, need)
 	switch {
-	case v.yes >= need:
+	case v.Yes >= need:
 		// A quorum renewed, but only after the validity window ended.
 		return fmt.Errorf("%w: the renewal outlasted the validity window", core.ErrLost)
 	case ctx.Err() != nil && !v.outOfReach():
-		return v.with(context.Cause(ctx))
+		return v.With(context.Cause(ctx))
 	}
-	return v.err(func(v verdict) error {
+	return v.Err(func(v Verdict) error {
 		released := 0
 		for _, reply := range tally.Replies {
 			if reply.Vote == quorum.No && reply.Value == node.Revoked {
@@ -81,17 +81,17 @@ func (l *lease) extendFailed(ctx context.Context, tally quorum.Tally[node.Renewe
 		}
 		if released > 0 {
 			return fmt.Errorf("%w: its holds were removed on %d of %d nodes (ForceUnlock)%s",
-				core.ErrNotHeld, released, v.n, alsoTaken(v.refused-released))
+				core.ErrNotHeld, released, v.N, alsoTaken(v.refused-released))
 		}
-		return fmt.Errorf("%w: another owner holds it on %d of %d nodes", core.ErrNotHeld, v.refused, v.n)
+		return fmt.Errorf("%w: another owner holds it on %d of %d nodes", core.ErrNotHeld, v.refused, v.N)
 	})
 }
 
 // renewed moves the validity window after a quorum renewal of a round that
 // began at start. It reports false when the lease was lost or released
 // meanwhile, or the round outlasted its own window.
-func (l *lease) renewed(start time.Time) bool {
-	s := &l.mutex.settings
+func (l *Held) renewed(start time.Time) bool {
+	s := &l.Target.Settings
 	until := core.ValidUntil(start, s.TTL, s.DriftFactor)
 	now := time.Now()
 	l.mu.Lock()
@@ -104,7 +104,7 @@ func (l *lease) renewed(start time.Time) bool {
 		l.expiry.Reset(until.Sub(now))
 	}
 	if hook := s.Observer.Renewed; hook != nil {
-		hook(core.RenewedEvent{Name: l.mutex.name, Until: l.until})
+		hook(core.RenewedEvent{Name: l.Target.LockName, Until: l.until})
 	}
 	return true
 }

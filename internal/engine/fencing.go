@@ -10,7 +10,7 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// fence gives a new grant its fencing token; granted are the acquire
+// Fence gives a new grant its fencing token; granted are the acquire
 // round's replies. The token is the highest counter + 1 over the grants'
 // answers (or the highest clock reading in microseconds, if higher),
 // written back to a quorum only while this lease's hold still holds the
@@ -19,9 +19,9 @@ import (
 // first in a round of its own (node.ReadFence). Why tokens increase, and
 // what each step guards against: docs/safety.md, "Why fencing tokens
 // increase".
-func (l *lease) fence(ctx context.Context, granted []quorum.Reply[node.Acquired]) error {
-	m := l.mutex
-	need := m.settings.QuorumOf(len(m.client.nodes))
+func (l *Held) Fence(ctx context.Context, granted []quorum.Reply[node.Acquired]) error {
+	m := l.Target
+	need := m.Settings.QuorumOf(len(m.Nodes))
 	fences := votedFences(granted)
 	if len(fences) < need {
 		var err error
@@ -45,23 +45,23 @@ func votedFences(granted []quorum.Reply[node.Acquired]) []node.Fence {
 
 // readFences reads the counters and clocks of a quorum, in a round that
 // starts after the grant.
-func (l *lease) readFences(ctx context.Context) ([]node.Fence, error) {
-	m, c := l.mutex, l.mutex.client
-	need := m.settings.QuorumOf(len(c.nodes))
-	reads := quorum.Start(ctx, m.settings.RoundTimeout(), len(c.nodes), need, &c.background,
+func (l *Held) readFences(ctx context.Context) ([]node.Fence, error) {
+	m, c := l.Target, l.Target.Runtime
+	need := m.Settings.QuorumOf(len(c.Nodes))
+	reads := quorum.Start(ctx, m.Settings.RoundTimeout(), len(c.Nodes), need, &c.Background,
 		func(ctx context.Context, i int) quorum.Reply[node.Fence] {
-			fence, err := c.nodes[i].ReadFence(ctx, m.keys.Node())
+			fence, err := c.Nodes[i].ReadFence(ctx, m.Keys.Node())
 			if err != nil {
 				return quorum.Reply[node.Fence]{Vote: quorum.Failed, Err: err}
 			}
 			return quorum.Reply[node.Fence]{Vote: quorum.Yes, Value: fence}
 		})
 	read := reads.Wait(ctx)
-	v := verdictOf(m, read.Replies, need)
-	if err := v.err(nil); err != nil {
+	v := VerdictOf(m, read.Replies, need)
+	if err := v.Err(nil); err != nil {
 		err = fmt.Errorf("%w: fencing counters not read: %w", core.ErrNotAcquired, err)
-		if count, stopped := v.conflicts(); stopped {
-			return nil, &stopError{fmt.Errorf("%w (%w on %d of %d nodes: remove the key or use another key prefix)", err, core.ErrKeyConflict, count, v.n)}
+		if count, stopped := v.Conflicts(); stopped {
+			return nil, &StopError{fmt.Errorf("%w (%w on %d of %d nodes: remove the key or use another key prefix)", err, core.ErrKeyConflict, count, v.N)}
 		}
 		return nil, err
 	}
@@ -76,9 +76,9 @@ func (l *lease) readFences(ctx context.Context) ([]node.Fence, error) {
 
 // raiseHeld is node i's write-back of token: accepted only while this
 // lease's hold holds the lock there (refused otherwise).
-func (l *lease) raiseHeld(ctx context.Context, i int, token uint64) quorum.Reply[uint64] {
-	m := l.mutex
-	value, held, err := m.client.nodes[i].RaiseHeldFence(ctx, m.keys.Node(), l.hold, token)
+func (l *Held) raiseHeld(ctx context.Context, i int, token uint64) quorum.Reply[uint64] {
+	m := l.Target
+	value, held, err := m.Nodes[i].RaiseHeldFence(ctx, m.Keys.Node(), l.Hold, token)
 	switch {
 	case err != nil:
 		return quorum.Reply[uint64]{Vote: quorum.Failed, Err: err}
@@ -90,21 +90,21 @@ func (l *lease) raiseHeld(ctx context.Context, i int, token uint64) quorum.Reply
 
 // writeBack gives the lease the token after fences and has a quorum
 // accept it within the lease's validity window.
-func (l *lease) writeBack(ctx context.Context, fences []node.Fence) error {
-	m, c := l.mutex, l.mutex.client
-	need := m.settings.QuorumOf(len(c.nodes))
+func (l *Held) writeBack(ctx context.Context, fences []node.Fence) error {
+	m, c := l.Target, l.Target.Runtime
+	need := m.Settings.QuorumOf(len(c.Nodes))
 	token, err := nextToken(fences)
 	if err != nil {
 		return err
 	}
 	l.token = token
-	writes := quorum.Start(ctx, m.settings.RoundTimeout(), len(c.nodes), need, &c.background,
+	writes := quorum.Start(ctx, m.Settings.RoundTimeout(), len(c.Nodes), need, &c.Background,
 		func(ctx context.Context, i int) quorum.Reply[uint64] { return l.raiseHeld(ctx, i, token) })
 	written := writes.Wait(ctx)
-	gone := func(v verdict) error {
-		return fmt.Errorf("this lease no longer held the lock on %d of %d nodes", v.refused, v.n)
+	gone := func(v Verdict) error {
+		return fmt.Errorf("this lease no longer held the lock on %d of %d nodes", v.refused, v.N)
 	}
-	if err := verdictOf(m, written.Replies, need).err(gone); err != nil {
+	if err := VerdictOf(m, written.Replies, need).Err(gone); err != nil {
 		return fmt.Errorf("%w: fencing token %d not confirmed: %w", core.ErrNotAcquired, token, err)
 	}
 	if !time.Now().Before(l.Until()) {

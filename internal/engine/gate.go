@@ -7,14 +7,14 @@ import (
 	"github.com/quorumlock/redlock/internal/core"
 )
 
-// gates queue, within one Client, the owners that contend for one lock:
+// Gates queue, within one Client, the owners that contend for one lock:
 // only the owner at the head contends on the nodes (or holds the lock); the
 // others wait here, in arrival order, and the head's Unlock hands over
 // without a Pub/Sub round trip. Sixteen goroutines of one process thus
 // cost the nodes what one contender costs, and never split a vote among
 // themselves. The owner at the head passes straight through again, so
 // reentrancy is unaffected.
-type gates struct {
+type Gates struct {
 	mu     sync.Mutex
 	byName map[string]*gate
 }
@@ -30,11 +30,11 @@ type gateWaiter struct {
 	ready chan struct{} // closed when the gate passes to this waiter
 }
 
-// enter takes the gate of lock for owner. With wait false it fails at once
+// Enter takes the gate of lock for owner. With wait false it fails at once
 // when another owner is at the head; otherwise it waits until its turn,
-// ctx ends or the Client closes. Each successful enter is matched by one
+// ctx ends or the Client closes. Each successful Enter is matched by one
 // leave.
-func (g *gates) enter(ctx context.Context, closed <-chan struct{}, lock, owner string, wait bool) error {
+func (g *Gates) Enter(ctx context.Context, closed <-chan struct{}, lock, owner string, wait bool) error {
 	g.mu.Lock()
 	if g.byName == nil {
 		g.byName = make(map[string]*gate)
@@ -84,16 +84,16 @@ func (g *gates) enter(ctx context.Context, closed <-chan struct{}, lock, owner s
 	return err
 }
 
-// exit gives back one entry of the owner at the head; the last one passes
+// Exit gives back one entry of the owner at the head; the last one passes
 // the gate to the next owner in line (with every queued entry of that
 // owner) or frees it.
-func (g *gates) exit(lock string) {
+func (g *Gates) Exit(lock string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.exitLocked(lock)
 }
 
-func (g *gates) exitLocked(lock string) {
+func (g *Gates) exitLocked(lock string) {
 	gt := g.byName[lock]
 	if gt == nil || gt.holds == 0 {
 		return

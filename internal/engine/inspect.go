@@ -66,19 +66,19 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 	if m.err != nil {
 		return info, m.err
 	}
-	if !c.begin() {
+	if !c.Begin() {
 		return info, core.ErrClosed
 	}
-	defer c.end()
+	defer c.End()
 	return m.inspect(ctx)
 }
 
 // inspect is Inspect of m.
 func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 	c := m.client
-	info := LockInfo{Name: m.name, Nodes: make([]NodeInfo, len(c.nodes))}
-	keys := m.keys.Node()
-	m.eachNode(ctx, make([]error, len(c.nodes)), func(ctx context.Context, i int, n *node.Node) error {
+	info := LockInfo{Name: m.LockName, Nodes: make([]NodeInfo, len(c.Nodes))}
+	keys := m.Keys.Node()
+	m.eachNode(ctx, make([]error, len(c.Nodes)), func(ctx context.Context, i int, n *node.Node) error {
 		view, err := n.Inspect(ctx, keys)
 		info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Err: err}
 		if err == nil {
@@ -87,12 +87,12 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 		}
 		return err
 	})
-	need := m.settings.QuorumOf(len(c.nodes))
+	need := m.Settings.QuorumOf(len(c.Nodes))
 	answered, holders := 0, make(map[string]int)
 	var nodeErrs []error
 	for _, n := range info.Nodes {
 		if n.Err != nil {
-			nodeErrs = append(nodeErrs, c.nodeError(&m.settings, n.Node, n.Err))
+			nodeErrs = append(nodeErrs, c.NodeError(&m.Settings, n.Node, n.Err))
 			continue
 		}
 		answered++
@@ -103,8 +103,8 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 		}
 	}
 	if answered < need {
-		return info, verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
-			core.ErrNoQuorum, answered, len(c.nodes), need))
+		return info, Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
+			core.ErrNoQuorum, answered, len(c.Nodes), need))
 	}
 	for owner, count := range holders {
 		if count >= need {
@@ -144,16 +144,16 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	if m.err != nil {
 		return m.err
 	}
-	if !c.begin() {
+	if !c.Begin() {
 		return core.ErrClosed
 	}
-	defer c.end()
-	keys, notice := m.keys.Node(), reentrant.NewID()
+	defer c.End()
+	keys, notice := m.Keys.Node(), reentrant.NewID()
 	tombstone := time.Duration(c.longest.Load())
-	forced := make([]node.Forced, len(c.nodes))
-	errs := make([]error, len(c.nodes))
+	forced := make([]node.Forced, len(c.Nodes))
+	errs := make([]error, len(c.Nodes))
 	m.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
-		forced[i], err = n.ForceRelease(ctx, keys, tombstone, m.queue.Window(), notice)
+		forced[i], err = n.ForceRelease(ctx, keys, tombstone, m.Queue.Window(), notice)
 		return err
 	})
 	removed, highest := 0, uint64(0)
@@ -163,7 +163,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 			highest = max(highest, f.Fence)
 			if f.Next != "" {
 				// A waiter of this Client may be next: wake it now.
-				c.hub.Wake(m.queue.Channel, notice+" "+f.Next)
+				c.Hub.Wake(m.Queue.Channel, notice+" "+f.Next)
 			}
 		}
 	}
@@ -179,18 +179,18 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	var nodeErrs []error
 	for i, err := range errs {
 		if err != nil {
-			nodeErrs = append(nodeErrs, c.nodeError(&m.settings, i, err))
+			nodeErrs = append(nodeErrs, c.NodeError(&m.Settings, i, err))
 		}
 	}
-	m.settings.Logger.Warn("redlock: lock force-unlocked", "lock", name, "holds", removed,
-		"nodes", len(c.nodes)-len(nodeErrs), "of", len(c.nodes))
-	need := m.settings.QuorumOf(len(c.nodes))
-	switch answered := len(c.nodes) - len(nodeErrs); {
+	m.Settings.Logger.Warn("redlock: lock force-unlocked", "lock", name, "holds", removed,
+		"nodes", len(c.Nodes)-len(nodeErrs), "of", len(c.Nodes))
+	need := m.Settings.QuorumOf(len(c.Nodes))
+	switch answered := len(c.Nodes) - len(nodeErrs); {
 	case answered < need:
-		return verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: ForceUnlock reached %d of %d nodes, %d needed",
-			core.ErrNoQuorum, answered, len(c.nodes), need))
+		return Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: ForceUnlock reached %d of %d nodes, %d needed",
+			core.ErrNoQuorum, answered, len(c.Nodes), need))
 	case len(nodeErrs) > 0:
-		return verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("redlock: ForceUnlock reached %d of %d nodes", answered, len(c.nodes)))
+		return Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("redlock: ForceUnlock reached %d of %d nodes", answered, len(c.Nodes)))
 	}
 	return nil
 }
@@ -212,7 +212,7 @@ func (m *Mutex) eachNode(ctx context.Context, errs []error, fn func(ctx context.
 			live = append(live, i)
 		}
 	}
-	quorum.Each(ctx, live, m.settings.RoundTimeout(), func(ctx context.Context, i int) {
-		errs[i] = fn(ctx, i, m.client.nodes[i])
+	quorum.Each(ctx, live, m.Settings.RoundTimeout(), func(ctx context.Context, i int) {
+		errs[i] = fn(ctx, i, m.client.Nodes[i])
 	})
 }

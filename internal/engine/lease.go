@@ -13,71 +13,11 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// Lease is one hold of a lock: of one Mutex (Mutex.Lock, TryLock) or of
-// every part of a MultiMutex. It is safe for concurrent use. Unlock it
-// exactly once; a reentrant Lock returns a Lease of its own, unlocked on its
-// own.
-type Lease struct {
-	held held // *lease (one Mutex) or *multiLease
-}
-
-// held is what a Lease holds: the two kinds share the Lease's methods and
-// nothing else.
-type held interface {
-	Context() context.Context
-	Err() error
-	Until() time.Time
-	Token() uint64
-	Owner() string
-	Unlock(ctx context.Context) error
-	Extend(ctx context.Context) error
-}
-
-// Context implements redlock.Lease.Context, which documents it.
-func (l *Lease) Context() context.Context { return l.held.Context() }
-
-// Done is closed when the lease is lost or released: Context().Done().
-func (l *Lease) Done() <-chan struct{} { return l.held.Context().Done() }
-
-// Err implements redlock.Lease.Err, which documents it.
-func (l *Lease) Err() error { return l.held.Err() }
-
-// Until implements redlock.Lease.Until, which documents it.
-func (l *Lease) Until() time.Time { return l.held.Until() }
-
-// Token implements redlock.Lease.Token, which documents it.
-func (l *Lease) Token() uint64 { return l.held.Token() }
-
-// Owner is the owner id this lease holds the lock for.
-func (l *Lease) Owner() string { return l.held.Owner() }
-
-// Unlock implements redlock.Lease.Unlock, which documents it.
-func (l *Lease) Unlock(ctx context.Context) error {
-	if l == nil || l.held == nil {
-		return fmt.Errorf("%w: Unlock of a nil Lease", core.ErrConfig)
-	}
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", core.ErrConfig)
-	}
-	return l.held.Unlock(ctx)
-}
-
-// Extend implements redlock.Lease.Extend, which documents it.
-func (l *Lease) Extend(ctx context.Context) error {
-	if l == nil || l.held == nil {
-		return fmt.Errorf("%w: Extend of a nil Lease", core.ErrConfig)
-	}
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", core.ErrConfig)
-	}
-	return l.held.Extend(ctx)
-}
-
-// lease is the hold of one Mutex, behind a Lease.
-type lease struct {
-	mutex    *Mutex
+// Held is the hold of one Mutex, behind a Lease.
+type Held struct {
+	Target   *Target
 	owner    string
-	hold     string
+	Hold     string
 	token    uint64
 	acquired time.Time
 
@@ -88,16 +28,16 @@ type lease struct {
 	// renewal, Unlock), so that no renewal can land after the release.
 	ops sync.Mutex
 
-	gateOnce sync.Once // the lease leaves its Client's gate once, at release or loss
+	GateOnce sync.Once // the lease leaves its Client's gate once, at release or loss
 
-	// order is the winning round's: the release waits until every acquire
+	// Order is the winning round's: the release waits until every acquire
 	// call of that round has its place in its node's queue, so that it runs
 	// after them (see Mutex.attempt).
-	order *node.Order
+	Order *node.Order
 
-	// releasing (may be nil) is called once the release starts, before
+	// Releasing (may be nil) is called once the release starts, before
 	// anything of it is sent (see handoff.freeze).
-	releasing func()
+	Releasing func()
 
 	mu       sync.Mutex
 	until    time.Time
@@ -114,74 +54,74 @@ type lease struct {
 	unreached []bool
 }
 
-func newLease(parent context.Context, m *Mutex, owner, hold string, start, until time.Time) *lease {
-	l := &lease{
-		mutex:     m,
+func NewHeld(parent context.Context, m *Target, owner, hold string, start, until time.Time) *Held {
+	l := &Held{
+		Target:    m,
 		owner:     owner,
-		hold:      hold,
+		Hold:      hold,
 		acquired:  start,
 		until:     until,
-		unsure:    make([]bool, len(m.client.nodes)),
-		unreached: make([]bool, len(m.client.nodes)),
+		unsure:    make([]bool, len(m.Nodes)),
+		unreached: make([]bool, len(m.Nodes)),
 	}
-	l.ctx, l.cancel = context.WithCancelCause(m.mode.holdContext(context.WithoutCancel(parent), l))
+	l.ctx, l.cancel = context.WithCancelCause(m.Mode.HoldContext(context.WithoutCancel(parent), l))
 	// Under mu: the timer may fire before AfterFunc returns.
 	l.mu.Lock()
 	l.expiry = time.AfterFunc(time.Until(until), l.expire)
 	l.mu.Unlock()
-	if m.settings.Watchdog {
-		m.client.watchdog.add(l)
+	if m.Settings.Watchdog {
+		m.Watchdog.add(l)
 	}
 	return l
 }
 
-func (l *lease) Context() context.Context { return l.ctx }
+func (l *Held) Context() context.Context { return l.ctx }
 
-func (l *lease) Err() error {
+func (l *Held) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
 }
 
-func (l *lease) Until() time.Time {
+func (l *Held) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
 }
 
-func (l *lease) Token() uint64 { return l.token }
+func (l *Held) Token() uint64 { return l.token }
 
-func (l *lease) Owner() string { return l.owner }
+func (l *Held) Owner() string { return l.owner }
 
-func (l *lease) Unlock(ctx context.Context) error {
-	if !l.mutex.client.begin() {
+func (l *Held) Unlock(ctx context.Context) error {
+	if !l.Target.Begin() {
 		return core.ErrClosed // Close released it already
 	}
-	defer l.mutex.client.end()
-	return l.release(ctx, core.ErrReleased, false)
+	defer l.Target.End()
+	return l.Release(ctx, core.ErrReleased, false)
 }
 
-// release ends the lease with cause and removes the hold from every node.
+// Release ends the lease with cause and removes the hold from every node.
 // It returns once a quorum answered, or with complete, once every node
 // answered (or timed out).
-func (l *lease) release(ctx context.Context, cause error, complete bool) error {
+func (l *Held) Release(ctx context.Context, cause error, complete bool) error {
 	l.ops.Lock()
 	defer l.ops.Unlock()
 	if err := l.markReleased(cause); err != nil {
 		return err
 	}
-	if l.releasing != nil {
-		l.releasing()
+	if l.Releasing != nil {
+		l.Releasing()
 	}
-	m, c := l.mutex, l.mutex.client
-	c.watchdog.remove(l)
-	defer c.untrack(l)
+	m, c := l.Target, l.Target.Runtime
+	c.Watchdog.remove(l)
+	defer c.Untrack(l)
 	defer l.cancel(cause)
 	defer l.exitGate() // after the release: the next local owner finds the lock free
 
 	started := time.Now()
-	if l.order != nil {
-		l.order.Wait() // microseconds: the calls are queued, not answered
+	if l.Order != nil {
+		l.Order.Wait() // microseconds: the calls are queued, not answered
 	}
 	var head nextHead // fair: the new head some node named
 	round := l.releaseRound(ctx, &head)
@@ -189,21 +129,21 @@ func (l *lease) release(ctx context.Context, cause error, complete bool) error {
 	if complete {
 		tally = round.WaitAll(ctx)
 	}
-	err := l.releaseResult(tally, m.need())
+	err := l.releaseResult(tally, m.Need())
 	if next := head.get(); err == nil && next != "" {
 		// The next in line may be a waiter of this Client: wake it now
 		// rather than after the nodes' notices come back.
-		c.hub.Wake(m.queue.Channel, l.hold+" "+next)
+		c.Hub.Wake(m.Queue.Channel, l.Hold+" "+next)
 	}
-	if hook := m.settings.Observer.Released; hook != nil {
-		hook(core.ReleasedEvent{Name: m.name, Held: started.Sub(l.acquired), Err: err})
+	if hook := m.Settings.Observer.Released; hook != nil {
+		hook(core.ReleasedEvent{Name: m.LockName, Held: started.Sub(l.acquired), Err: err})
 	}
 	return err
 }
 
 // markReleased ends the lease with cause, once: a second release gets
 // ErrReleased (ErrClosed when Close released it).
-func (l *lease) markReleased(cause error) error {
+func (l *Held) markReleased(cause error) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
@@ -243,27 +183,27 @@ func (h *nextHead) get() string {
 // releaseRound sends the release to every node; nodes that did not answer
 // go to the sweeper, and nodes whose acquire's fate was unknown get a
 // leave after the release.
-func (l *lease) releaseRound(ctx context.Context, head *nextHead) *quorum.Round[node.Released] {
-	m, c := l.mutex, l.mutex.client
+func (l *Held) releaseRound(ctx context.Context, head *nextHead) *quorum.Round[node.Released] {
+	m, c := l.Target, l.Target.Runtime
 	l.mu.Lock()
 	unsure, unreached := slices.Clone(l.unsure), slices.Clone(l.unreached)
 	l.mu.Unlock()
-	return quorum.Start(context.WithoutCancel(ctx), m.settings.RoundTimeout(), len(c.nodes), m.need(), &c.background,
+	return quorum.Start(context.WithoutCancel(ctx), m.Settings.RoundTimeout(), len(c.Nodes), m.Need(), &c.Background,
 		func(ctx context.Context, i int) quorum.Reply[node.Released] {
 			if unreached[i] {
 				// Nothing to release, and no answer to count.
 				return quorum.Reply[node.Released]{Vote: quorum.Failed, Err: fmt.Errorf("%w: nothing of this lease was sent there", node.ErrNotSent)}
 			}
-			released, named, err := m.dropHold(ctx, i, l.owner, l.hold, unsure[i])
+			released, named, err := m.dropHold(ctx, i, l.owner, l.Hold, unsure[i])
 			if err != nil && !node.Answered(err) {
 				var leaving func() bool
 				if unsure[i] {
 					leaving = always
 				}
-				c.sweeper.add(m, i, l.owner, l.hold, leaving)
+				c.Sweeper.Add(m, i, l.owner, l.Hold, leaving)
 			}
 			if err == nil && unsure[i] {
-				c.background.Go(func() { m.leaveAfterRelease(ctx, i, l.owner, l.hold) })
+				c.Background.Go(func() { m.leaveAfterRelease(ctx, i, l.owner, l.Hold) })
 			}
 			head.set(named)
 			switch {
@@ -276,19 +216,19 @@ func (l *lease) releaseRound(ctx context.Context, head *nextHead) *quorum.Round[
 		})
 }
 
-func (l *lease) releaseResult(tally quorum.Tally[node.Released], need int) error {
-	return verdictOf(l.mutex, tally.Replies, need).err(func(v verdict) error {
-		return fmt.Errorf("%w: hold found on %d of %d nodes", core.ErrNotHeld, v.yes, v.n)
+func (l *Held) releaseResult(tally quorum.Tally[node.Released], need int) error {
+	return VerdictOf(l.Target, tally.Replies, need).Err(func(v Verdict) error {
+		return fmt.Errorf("%w: hold found on %d of %d nodes", core.ErrNotHeld, v.Yes, v.N)
 	})
 }
 
-func (l *lease) exitGate() {
-	l.gateOnce.Do(func() { l.mutex.client.gates.exit(l.mutex.keys.Lock) })
+func (l *Held) exitGate() {
+	l.GateOnce.Do(func() { l.Target.Gates.Exit(l.Target.Keys.Lock) })
 }
 
-// noteGrant records which nodes failed the winning round's acquire without
+// NoteGrant records which nodes failed the winning round's acquire without
 // an answer, and which were never sent it.
-func (l *lease) noteGrant(granted quorum.Tally[node.Acquired]) {
+func (l *Held) NoteGrant(granted quorum.Tally[node.Acquired]) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, reply := range granted.Replies {
@@ -300,26 +240,26 @@ func (l *lease) noteGrant(granted quorum.Tally[node.Acquired]) {
 	}
 }
 
-// called records the outcome of a later call of this lease to node i (a
+// Called records the outcome of a later call of this lease to node i (a
 // renewal): one whose fate is unknown may still run there after the
 // release; one that was sent reached the node.
-func (l *lease) called(i int, err error) {
+func (l *Held) Called(i int, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.unsure[i] = l.unsure[i] || node.Unknown(err)
 	l.unreached[i] = l.unreached[i] && errors.Is(err, node.ErrNotSent)
 }
 
-// lateAcquire receives the answers of acquire calls that arrived after
+// LateAcquire receives the answers of acquire calls that arrived after
 // Lock returned: one whose fate is unknown is released again once the
 // lease is gone.
-func (l *lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
+func (l *Held) LateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 	if reply.Vote != quorum.Yes {
 		// Refused late: the node queued us (and may hand us the lock
 		// later, naming this hold); we hold the lock, so leave. Only a
 		// lock handed naming this hold is passed on: the call may have
 		// given this lease back (a failed fencing) and gone on waiting.
-		l.mutex.mode.leaveAfter(context.Background(), i, l.owner, l.hold)
+		l.Target.Mode.LeaveAfter(context.Background(), i, l.owner, l.Hold)
 	}
 	l.mu.Lock()
 	// Granted or refused: Unlock's release goes to every node and is
@@ -335,13 +275,13 @@ func (l *lease) lateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 	if released && unknown {
 		// The release already went out, maybe before this node had a
 		// tombstone to refuse the acquire with: release once more.
-		l.mutex.releaseNode(context.Background(), i, l.owner, l.hold, true, always)
+		l.Target.ReleaseNode(context.Background(), i, l.owner, l.Hold, true, always)
 	}
 }
 
 // expire runs when the expiry timer fires: past Until without a renewal,
 // the lease is lost.
-func (l *lease) expire() {
+func (l *Held) expire() {
 	l.mu.Lock()
 	if remaining := time.Until(l.until); remaining > 0 && l.err == nil && !l.released {
 		l.expiry.Reset(remaining) // renewed while the timer fired
@@ -349,13 +289,13 @@ func (l *lease) expire() {
 		return
 	}
 	l.mu.Unlock()
-	l.lose(core.ErrLost)
+	l.Lose(core.ErrLost)
 }
 
-// lose ends a lease that is still held with cause (which matches ErrLost):
+// Lose ends a lease that is still held with cause (which matches ErrLost):
 // its Context is cancelled, renewal stops, the loss is logged and observed.
 // The holds left on the nodes expire at their TTL, or go with Unlock.
-func (l *lease) lose(cause error) {
+func (l *Held) Lose(cause error) {
 	l.mu.Lock()
 	if l.err != nil || l.released {
 		l.mu.Unlock()
@@ -365,11 +305,11 @@ func (l *lease) lose(cause error) {
 	l.expiry.Stop()
 	l.mu.Unlock()
 	l.cancel(cause)
-	l.mutex.client.watchdog.remove(l)
+	l.Target.Watchdog.remove(l)
 	l.exitGate()
-	s := &l.mutex.settings
-	s.Logger.Warn("redlock: lease lost", "lock", l.mutex.name, "owner", l.owner, "err", cause)
+	s := &l.Target.Settings
+	s.Logger.Warn("redlock: lease lost", "lock", l.Target.LockName, "owner", l.owner, "err", cause)
 	if hook := s.Observer.Lost; hook != nil {
-		hook(core.LostEvent{Name: l.mutex.name, Err: cause})
+		hook(core.LostEvent{Name: l.Target.LockName, Err: cause})
 	}
 }

@@ -86,20 +86,20 @@ func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := held.held.(*lease)
+	l := held.held.(*Held)
 	// Lock returns at the quorum of nodes 0 and 1: on a loaded machine node
 	// 2's acquire can run only after that, and the leave that answers its
 	// refusal later still. Wait for both (the Client's background work),
 	// or the leave would take away the place made by hand below.
-	r.client.background.Wait()
+	r.client.Background.Wait()
 	waitUntil("the call to leave node 2's queue", func() bool { return len(queued()) == 0 })
 
 	// Node 2's acquire, as if it had timed out and run only now.
-	l.called(2, context.DeadlineExceeded)
-	if _, err := m.queue.Acquire(ctx, nil, 2, l.owner, l.hold, 1); err != nil {
+	l.Called(2, context.DeadlineExceeded)
+	if _, err := m.Queue.Acquire(ctx, nil, 2, l.Owner(), l.Hold, 1); err != nil {
 		t.Fatal(err)
 	}
-	if got := queued(); !slices.Equal(got, []string{l.owner}) {
+	if got := queued(); !slices.Equal(got, []string{l.Owner()}) {
 		t.Fatalf("node 2's queue after the late acquire: %v, want the lease's owner", got)
 	}
 
@@ -109,7 +109,7 @@ func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
 	waitUntil("node 2's queue to empty after the release", func() bool { return len(queued()) == 0 })
 	// The tombstone keeps it so: the same acquire, later still, is refused
 	// without queueing the owner.
-	if _, err := m.queue.Acquire(ctx, nil, 2, l.owner, l.hold, 1); err != nil {
+	if _, err := m.Queue.Acquire(ctx, nil, 2, l.Owner(), l.Hold, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := queued(); len(got) != 0 {
@@ -134,11 +134,11 @@ func TestUndo_leavesTheQueueOnlyOnceTheCallEnded(t *testing.T) {
 		hold := k.nextHold()
 		// The attempt's acquire, run on node 2 after its call timed out:
 		// refused, it queues the owner.
-		got, err := m.queue.Acquire(ctx, nil, 2, k.owner, hold, 1)
+		got, err := m.Queue.Acquire(ctx, nil, 2, k.owner, hold, 1)
 		if err != nil || got.Granted || !slices.Contains(queued(), k.owner) {
 			t.Fatalf("call ended %v: the late acquire: %+v, %v, queue %v; want refused, the owner queued", ended, got, err, queued())
 		}
-		m.releaseNode(ctx, 2, k.owner, hold, true, k.ended.Load)
+		m.ReleaseNode(ctx, 2, k.owner, hold, true, k.ended.Load)
 		if got, want := slices.Contains(queued(), k.owner), !ended; got != want {
 			t.Errorf("call ended %v: owner queued on node 2 after the undo: %v, want %v", ended, got, want)
 		}
@@ -165,15 +165,15 @@ func TestLease_lateRefusalPassesOnOnlyItsOwnHanding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := held.held.(*lease)
-	c.background.Wait() // a request of Lock's still on its way lands first
+	l := held.held.(*Held)
+	c.Background.Wait() // a request of Lock's still on its way lands first
 	admin := cluster.Admin(t, 2)
 	handTo := func(named string) {
 		t.Helper()
 		if err := admin.Del(ctx, key).Err(); err != nil {
 			t.Fatal(err)
 		}
-		if err := admin.HSet(ctx, key, "owner", l.owner, "handed", named).Err(); err != nil {
+		if err := admin.HSet(ctx, key, "owner", l.Owner(), "handed", named).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -182,14 +182,14 @@ func TestLease_lateRefusalPassesOnOnlyItsOwnHanding(t *testing.T) {
 		named, _ := admin.HGet(ctx, key, "handed").Result()
 		return named
 	}
-	later := node.CallOf(l.hold) + ".9" // a later attempt of the same call
+	later := node.CallOf(l.Hold) + ".9" // a later attempt of the same call
 	handTo(later)
-	l.lateAcquire(2, quorum.Reply[node.Acquired]{Vote: quorum.No})
+	l.LateAcquire(2, quorum.Reply[node.Acquired]{Vote: quorum.No})
 	if got := handing(); got != later {
 		t.Fatalf("a lock handed for a later attempt after the late refusal: handed %q, want %q kept", got, later)
 	}
-	handTo(l.hold)
-	l.lateAcquire(2, quorum.Reply[node.Acquired]{Vote: quorum.No})
+	handTo(l.Hold)
+	l.LateAcquire(2, quorum.Reply[node.Acquired]{Vote: quorum.No})
 	if n, _ := admin.Exists(ctx, key).Result(); n != 0 {
 		t.Fatalf("a lock handed naming the lease's hold after the late refusal: still there (%q)", handing())
 	}

@@ -32,7 +32,7 @@ type mode interface {
 	// TryLock may have queued it.
 	dequeue(ctx context.Context, nodes []int, k *lockCall)
 	// finish ends call k with lease (nil when it failed).
-	finish(ctx context.Context, k *lockCall, lease *lease)
+	finish(ctx context.Context, k *lockCall, lease *Held)
 	// releasing: the release of the lease of k's hold starts, and k
 	// heard notices (k.handoff).
 	releasing(k *lockCall, hold string)
@@ -41,30 +41,25 @@ type mode interface {
 	owner(ctx context.Context) (owner string, fresh bool, err error)
 	// adopts reports whether waiters take leases from handoff notices.
 	adopts() bool
-	// holdContext gives a lease's Context what it carries of its hold.
-	holdContext(values context.Context, l *lease) context.Context
 	// subscribe starts waking k on release notices.
 	subscribe(k *lockCall)
-	// leaveAfter takes owner off node i's queue after hold's release there.
-	leaveAfter(ctx context.Context, i int, owner, hold string)
 	// behind reports that holder's holds are a waiting writer's that
 	// this mode's callers queue behind.
 	behind(replies []quorum.Reply[node.Acquired], holder string) bool
-	// shared reports whether holds are read holds, shared among readers.
-	shared() bool
+	LeaseMode
 }
 
 func newMode(m *Mutex, read bool) (mode, *fair.Queue) {
 	c := m.client
 	q := &fair.Queue{
-		Nodes: c.nodes, Keys: m.keys.Node(), Channel: m.keys.Channel + ":" + c.tag, Fair: m.settings.Fair,
-		TTL: m.settings.TTL, QueueTimeout: m.settings.QueueTimeout, NodeTimeout: m.settings.NodeTimeout,
-		OnError:    func(i int, err error) { c.nodeError(&m.settings, i, err) },
-		Background: &c.background,
+		Nodes: c.Nodes, Keys: m.Keys.Node(), Channel: m.Keys.Channel + ":" + c.tag, Fair: m.Settings.Fair,
+		TTL: m.Settings.TTL, QueueTimeout: m.Settings.QueueTimeout, NodeTimeout: m.Settings.NodeTimeout,
+		OnError:    func(i int, err error) { c.NodeError(&m.Settings, i, err) },
+		Background: &c.Background,
 	}
 	w := waiters{m: m, queue: q}
 	if read {
-		return readMode{m: m, channel: m.keys.Lock + readersChannel}, q
+		return readMode{m: m, channel: m.Keys.Lock + readersChannel}, q
 	}
 	if q.Fair {
 		return fairMode{w}, q
@@ -96,9 +91,9 @@ func (w waiters) undo(ctx context.Context, i int, k *lockCall, hold string) erro
 
 // leaveQueue: the waiter leaves the queue on every node that may still
 // hold its place (or a lock handed to it that the lease does not count).
-func (w waiters) leaveQueue(ctx context.Context, k *lockCall, lease *lease) {
+func (w waiters) leaveQueue(ctx context.Context, k *lockCall, lease *Held) {
 	var queued []int
-	for i := range w.m.client.nodes {
+	for i := range w.m.client.Nodes {
 		// A node that granted took us off its queue. One still to answer
 		// is left to the lease's late-answer handler, which leaves its
 		// queue after the answer: a leave sent now could overtake the
@@ -124,14 +119,14 @@ func (w waiters) leaveQueue(ctx context.Context, k *lockCall, lease *lease) {
 	// starts sooner.
 	h := k.handoff
 	if h == nil || k.watcher == nil { // nothing to hear: finish left no watcher behind
-		w.m.client.background.Go(func() { w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id) })
+		w.m.client.Background.Go(func() { w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id) })
 		return
 	}
-	h.expectLeave(lease.hold, queued)
-	w.m.client.background.Go(func() {
-		h.settle(lease.hold, max(handoffGrace, w.m.settings.NodeTimeout), w.m.client.done)
+	h.expectLeave(lease.Hold, queued)
+	w.m.client.Background.Go(func() {
+		h.settle(lease.Hold, max(handoffGrace, w.m.Settings.NodeTimeout), w.m.client.Done)
 		k.unwatch()
-		if rest := h.takeLeave(lease.hold); len(rest) > 0 {
+		if rest := h.takeLeave(lease.Hold); len(rest) > 0 {
 			w.queue.Leave(context.WithoutCancel(ctx), rest, k.owner, k.id)
 		}
 	})
@@ -148,7 +143,7 @@ func (w waiters) releasing(k *lockCall, hold string) {
 	}
 	order := &node.Order{}
 	order.Expect(len(rest))
-	w.m.client.background.Go(func() { w.queue.LeaveOrdered(context.Background(), order, rest, k.owner, k.id) })
+	w.m.client.Background.Go(func() { w.queue.LeaveOrdered(context.Background(), order, rest, k.owner, k.id) })
 	order.Wait()
 }
 
@@ -170,12 +165,12 @@ func (w waiters) owner(ctx context.Context) (string, bool, error) {
 // its attempt's start, so without the watchdog it must not be shorter
 // than the TTL the caller asked for.
 func (w waiters) adopts() bool {
-	return w.m.settings.Watchdog || w.queue.Span() >= w.m.settings.TTL
+	return w.m.Settings.Watchdog || w.queue.Span() >= w.m.Settings.TTL
 }
 
-// holdContext: the lease's Context carries its owner, so Lock re-enters.
-func (w waiters) holdContext(values context.Context, l *lease) context.Context {
-	return reentrant.WithOwner(values, l.owner)
+// HoldContext: the lease's Context carries its owner, so Lock re-enters.
+func (w waiters) HoldContext(values context.Context, l *Held) context.Context {
+	return reentrant.WithOwner(values, l.Owner())
 }
 
 // subscribe: k hears the notices naming the queue's head.
@@ -184,16 +179,16 @@ func (w waiters) subscribe(k *lockCall) {
 	if k.handoff != nil {
 		heard = k.handoff.heard
 	}
-	k.watcher = w.m.client.hub.Subscribe(w.queue.Channel, w.m.need(), fair.ForHead(k.owner), heard)
+	k.watcher = w.m.client.Hub.Subscribe(w.queue.Channel, w.m.Need(), fair.ForHead(k.owner), heard)
 }
 
-func (w waiters) leaveAfter(ctx context.Context, i int, owner, hold string) {
+func (w waiters) LeaveAfter(ctx context.Context, i int, owner, hold string) {
 	w.queue.LeaveAfter(ctx, i, owner, hold)
 }
 
 func (waiters) behind([]quorum.Reply[node.Acquired], string) bool { return false }
 
-func (waiters) shared() bool { return false }
+func (waiters) Shared() bool { return false }
 
 // plainMode: goroutines of one Client queue at the Client's gate, and
 // only the first contends on the nodes. A newcomer takes a free lock in
@@ -202,7 +197,7 @@ type plainMode struct{ waiters }
 
 func (p plainMode) enter(ctx context.Context, k *lockCall) error {
 	m, c := p.m, p.m.client
-	if err := c.gates.enter(ctx, c.done, m.keys.Lock, k.owner, k.wait); err != nil {
+	if err := c.Gates.Enter(ctx, c.Done, m.Keys.Lock, k.owner, k.wait); err != nil {
 		switch {
 		case errors.Is(err, core.ErrClosed):
 			return core.ErrClosed
@@ -214,7 +209,7 @@ func (p plainMode) enter(ctx context.Context, k *lockCall) error {
 	k.gated = true
 	if k.wait {
 		p.takeTicket(ctx, k)
-		if c.hub.Active(p.queue.Channel) {
+		if c.Hub.Active(p.queue.Channel) {
 			k.watch(ctx) // subscribed already: watch before the first attempt, at no cost
 		}
 	}
@@ -224,7 +219,7 @@ func (p plainMode) enter(ctx context.Context, k *lockCall) error {
 // acquire: a TryLock does not queue (it will not wait for a handoff).
 func (p plainMode) acquire(ctx context.Context, order *node.Order, i int, k *lockCall, hold string) (node.Acquired, error) {
 	if !k.wait {
-		return p.m.client.nodes[i].Acquire(ctx, order, p.m.keys.Node(), k.owner, hold, p.m.settings.TTL)
+		return p.m.client.Nodes[i].Acquire(ctx, order, p.m.Keys.Node(), k.owner, hold, p.m.Settings.TTL)
 	}
 	return p.queue.Acquire(ctx, order, i, k.owner, hold, k.ticket)
 }
@@ -240,12 +235,12 @@ func (p plainMode) pace(delay time.Duration, last outcome) (time.Duration, bool)
 func (plainMode) dequeue(context.Context, []int, *lockCall) {} // a plain TryLock never queues
 
 // finish: a lease takes over the gate entry, and leaves it when it ends.
-func (p plainMode) finish(ctx context.Context, k *lockCall, lease *lease) {
+func (p plainMode) finish(ctx context.Context, k *lockCall, lease *Held) {
 	if k.wait {
 		p.leaveQueue(ctx, k, lease)
 	}
 	if k.gated && lease == nil {
-		p.m.client.gates.exit(p.m.keys.Lock)
+		p.m.client.Gates.Exit(p.m.Keys.Lock)
 	}
 }
 
@@ -287,7 +282,7 @@ func (f fairMode) dequeue(ctx context.Context, nodes []int, k *lockCall) {
 	f.queue.Leave(ctx, nodes, k.owner, k.id)
 }
 
-func (f fairMode) finish(ctx context.Context, k *lockCall, lease *lease) { f.leaveQueue(ctx, k, lease) }
+func (f fairMode) finish(ctx context.Context, k *lockCall, lease *Held) { f.leaveQueue(ctx, k, lease) }
 
 // readMode is the read side of an RWMutex: no gate (readers of one Client
 // do not exclude each other), no place in the queue (a writer is handed
@@ -305,7 +300,7 @@ type readMode struct {
 // paused node would hold that up for the node timeout).
 func (r readMode) enter(ctx context.Context, k *lockCall) error {
 	k.nested = readHeld(ctx, r.m) != nil
-	if k.wait && r.m.client.hub.Active(r.channel) {
+	if k.wait && r.m.client.Hub.Active(r.channel) {
 		k.subscribe()
 	}
 	return nil
@@ -314,15 +309,15 @@ func (r readMode) enter(ctx context.Context, k *lockCall) error {
 // subscribe starts waking k on every notice of the readers' channel.
 func (r readMode) subscribe(k *lockCall) {
 	c := r.m.client
-	k.watcher = c.hub.Subscribe(r.channel, r.m.settings.QuorumOf(len(c.nodes)), func(string) bool { return true }, nil)
+	k.watcher = c.Hub.Subscribe(r.channel, r.m.Settings.QuorumOf(len(c.Nodes)), func(string) bool { return true }, nil)
 }
 
 func (r readMode) acquire(ctx context.Context, order *node.Order, i int, k *lockCall, hold string) (node.Acquired, error) {
-	return r.m.client.nodes[i].AcquireRead(ctx, order, r.m.keys.Node(), hold, r.m.settings.TTL, k.nested)
+	return r.m.client.Nodes[i].AcquireRead(ctx, order, r.m.Keys.Node(), hold, r.m.Settings.TTL, k.nested)
 }
 
 func (r readMode) undo(ctx context.Context, i int, k *lockCall, hold string) error {
-	_, _, err := r.m.queue.Release(ctx, i, k.owner, hold, 0)
+	_, _, err := r.m.Queue.Release(ctx, i, k.owner, hold, 0)
 	return err
 }
 
@@ -332,7 +327,7 @@ func (readMode) pace(delay time.Duration, _ outcome) (time.Duration, bool) {
 
 func (readMode) dequeue(context.Context, []int, *lockCall) {}
 
-func (readMode) finish(context.Context, *lockCall, *lease) {}
+func (readMode) finish(context.Context, *lockCall, *Held) {}
 
 func (readMode) releasing(*lockCall, string) {} // readers take no lease from notices
 
@@ -347,17 +342,17 @@ func (readMode) owner(ctx context.Context) (string, bool, error) {
 
 func (readMode) adopts() bool { return false } // a reader is never handed the lock
 
-// holdContext: a read hold's Context says so (RLock with it re-enters,
+// HoldContext: a read hold's Context says so (RLock with it re-enters,
 // Lock with it is refused), and keeps the caller's owner, if any.
-func (readMode) holdContext(values context.Context, l *lease) context.Context {
+func (readMode) HoldContext(values context.Context, l *Held) context.Context {
 	return withReadHold(values, l)
 }
 
-func (readMode) leaveAfter(context.Context, int, string, string) {} // readers never queue
+func (readMode) LeaveAfter(context.Context, int, string, string) {} // readers never queue
 
 // behind: readers arriving after a waiting writer wait for it.
 func (readMode) behind(replies []quorum.Reply[node.Acquired], holder string) bool {
 	return behind(replies, holder)
 }
 
-func (readMode) shared() bool { return true }
+func (readMode) Shared() bool { return true }

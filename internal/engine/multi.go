@@ -36,15 +36,15 @@ func Multi(mutexes ...*Mutex) *MultiMutex {
 		}
 	}
 	slices.SortStableFunc(mm.parts, func(a, b *Mutex) int {
-		if n := strings.Compare(a.keys.Lock, b.keys.Lock); n != 0 {
+		if n := strings.Compare(a.Keys.Lock, b.Keys.Lock); n != 0 {
 			return n
 		}
 		return strings.Compare(a.client.nodeAddrs(), b.client.nodeAddrs())
 	})
 	for i := 1; i < len(mm.parts); i++ {
 		a, b := mm.parts[i-1], mm.parts[i]
-		if a.client == b.client && a.keys.Lock == b.keys.Lock {
-			mm.err = fmt.Errorf("%w: Multi: lock %q listed twice", core.ErrConfig, a.name)
+		if a.client == b.client && a.Keys.Lock == b.Keys.Lock {
+			mm.err = fmt.Errorf("%w: Multi: lock %q listed twice", core.ErrConfig, a.LockName)
 			return mm
 		}
 	}
@@ -97,21 +97,21 @@ var errPartRanOut = errors.New("validity ran out")
 // every part taken so far is still valid: waiting for the next part is
 // pointless once an earlier one ran out, and a lease returned must be
 // valid now. On failure it releases every part it took.
-func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) ([]*lease, error) {
-	parts := make([]*lease, 0, len(mm.parts))
+func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) ([]*Held, error) {
+	parts := make([]*Held, 0, len(mm.parts))
 	releaseAll := func() {
 		for _, taken := range slices.Backward(parts) {
-			_ = taken.release(context.WithoutCancel(ctx), core.ErrReleased, true)
+			_ = taken.Release(context.WithoutCancel(ctx), core.ErrReleased, true)
 		}
 	}
 	for _, m := range mm.parts {
 		taken, err := take(m, ctx)
 		if err != nil {
 			releaseAll()
-			return nil, fmt.Errorf("redlock: Multi: %s: %w", m.name, err)
+			return nil, fmt.Errorf("redlock: Multi: %s: %w", m.LockName, err)
 		}
-		parts = append(parts, taken.held.(*lease)) // a Mutex's Lease holds a *lease
-		if err := ranOut(parts, m.name); err != nil {
+		parts = append(parts, taken.held.(*Held)) // a Mutex's Lease holds a *lease
+		if err := ranOut(parts, m.LockName); err != nil {
 			releaseAll()
 			return nil, err
 		}
@@ -121,16 +121,16 @@ func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Con
 
 // ranOut reports the first of parts that is no longer valid now that the
 // part last was taken.
-func ranOut(parts []*lease, last string) error {
+func ranOut(parts []*Held, last string) error {
 	now := time.Now()
 	for _, part := range parts {
 		if until := part.Until(); !now.Before(until) {
 			return fmt.Errorf("redlock: Multi: %s: %w: %w %v before %s was taken",
-				part.mutex.name, core.ErrNotAcquired, errPartRanOut, now.Sub(until).Round(time.Millisecond), last)
+				part.Target.LockName, core.ErrNotAcquired, errPartRanOut, now.Sub(until).Round(time.Millisecond), last)
 		}
 		if err := part.Err(); err != nil {
 			return fmt.Errorf("redlock: Multi: %s: %w: %w (%v) before %s was taken",
-				part.mutex.name, core.ErrNotAcquired, errPartRanOut, err, last)
+				part.Target.LockName, core.ErrNotAcquired, errPartRanOut, err, last)
 		}
 	}
 	return nil
@@ -139,7 +139,7 @@ func ranOut(parts []*lease, last string) error {
 // multiLease is the hold of every part of a MultiMutex, behind a Lease.
 type multiLease struct {
 	owner  string
-	parts  []*lease // in lock order
+	parts  []*Held // in lock order
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	stops  []func() bool // end the watch on the parts' contexts
@@ -150,18 +150,18 @@ type multiLease struct {
 
 // newMultiLease joins parts into one lease whose Context ends when any
 // part's does (with that part's cause).
-func newMultiLease(parent context.Context, owner string, parts []*lease) *multiLease {
+func newMultiLease(parent context.Context, owner string, parts []*Held) *multiLease {
 	ctx, cancel := context.WithCancelCause(reentrant.WithOwner(context.WithoutCancel(parent), owner))
 	l := &multiLease{owner: owner, parts: parts, ctx: ctx, cancel: cancel}
 	for _, part := range parts {
-		l.stops = append(l.stops, context.AfterFunc(part.ctx, func() { cancel(context.Cause(part.ctx)) }))
+		l.stops = append(l.stops, context.AfterFunc(part.Context(), func() { cancel(context.Cause(part.Context())) }))
 	}
 	return l
 }
 
 func (l *multiLease) Context() context.Context { return l.ctx }
 
-func (l *multiLease) Token() uint64 { return l.parts[0].token }
+func (l *multiLease) Token() uint64 { return l.parts[0].Token() }
 
 func (l *multiLease) Owner() string { return l.owner }
 
@@ -205,7 +205,7 @@ func (l *multiLease) Unlock(ctx context.Context) error {
 	var errs []error
 	for _, part := range slices.Backward(l.parts) {
 		if err := part.Unlock(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("redlock: Multi: %s: %w", part.mutex.name, err))
+			errs = append(errs, fmt.Errorf("redlock: Multi: %s: %w", part.Target.LockName, err))
 		}
 	}
 	l.cancel(core.ErrReleased)
@@ -219,7 +219,7 @@ func (l *multiLease) Extend(ctx context.Context) error {
 	var errs []error
 	for _, part := range l.parts {
 		if err := part.Extend(ctx); err != nil {
-			errs = append(errs, fmt.Errorf("redlock: Multi: %s: %w", part.mutex.name, err))
+			errs = append(errs, fmt.Errorf("redlock: Multi: %s: %w", part.Target.LockName, err))
 		}
 	}
 	return core.JoinErrors(errs...)

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/quorumlock/redlock/fair"
 	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/pubsub"
@@ -20,17 +19,14 @@ import (
 // Mutex is one named lock over the Client's nodes. It holds no state of its
 // own between calls: it is cheap, and safe for concurrent use.
 type Mutex struct {
-	client   *Client
-	name     string
-	settings core.Settings
-	keys     core.Keys
-	mode     mode        // plain, fair, or an RWMutex's read side
-	queue    *fair.Queue // the waiters on the nodes
-	err      error       // invalid configuration, reported by Lock and TryLock
+	*Target
+	client *Client
+	mode   mode  // plain, fair, or an RWMutex's read side
+	err    error // invalid configuration, reported by Lock and TryLock
 }
 
 // Name is the lock's name.
-func (m *Mutex) Name() string { return m.name }
+func (m *Mutex) Name() string { return m.LockName }
 
 // Lock implements redlock.Mutex.Lock, which documents it.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
@@ -43,7 +39,7 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 }
 
 // leaseOf puts a Mutex's hold behind a Lease.
-func leaseOf(l *lease, err error) (*Lease, error) {
+func leaseOf(l *Held, err error) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +104,7 @@ func (k *lockCall) undoing(done <-chan struct{}) {
 	k.undos = append(k.undos, done)
 }
 
-func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
+func (m *Mutex) acquire(ctx context.Context, wait bool) (*Held, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
@@ -116,10 +112,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*lease, error) {
 		return nil, fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	c := m.client
-	if !c.begin() {
+	if !c.Begin() {
 		return nil, core.ErrClosed
 	}
-	defer c.end()
+	defer c.End()
 	began := time.Now()
 	k, err := m.newCall(ctx, wait)
 	if err != nil {
@@ -182,7 +178,7 @@ func (m *Mutex) newCall(ctx context.Context, wait bool) (*lockCall, error) {
 		// (WithOwner) both write its place on the nodes, so a notice
 		// naming one call's attempt says nothing of what the other sent
 		// (its claim, and the undo of that claim, could free the lock).
-		k.handoff = newHandoff(len(m.client.nodes), m.settings.QuorumOf(len(m.client.nodes)))
+		k.handoff = newHandoff(len(m.client.Nodes), m.Settings.QuorumOf(len(m.client.Nodes)))
 	}
 	return k, nil
 }
@@ -190,15 +186,15 @@ func (m *Mutex) newCall(ctx context.Context, wait bool) (*lockCall, error) {
 // won ends call k with lease, granted. If ctx ended as it was granted, the
 // caller has stopped waiting and would never unlock it: it is given back
 // (as x/sync/semaphore does), and the release leaves the gate.
-func (m *Mutex) won(ctx context.Context, k *lockCall, lease *lease, votes int, began time.Time, last error) (*lease, error) {
+func (m *Mutex) won(ctx context.Context, k *lockCall, lease *Held, votes int, began time.Time, last error) (*Held, error) {
 	cancelled := ctx.Err() != nil
 	k.finish(ctx, lease)
 	if cancelled {
-		_ = lease.release(context.WithoutCancel(ctx), core.ErrReleased, true)
+		_ = lease.Release(context.WithoutCancel(ctx), core.ErrReleased, true)
 		return nil, gaveUp(ctx, last)
 	}
-	if err := m.client.track(lease); err != nil {
-		_ = lease.release(context.WithoutCancel(ctx), core.ErrClosed, true)
+	if err := m.client.Track(lease); err != nil {
+		_ = lease.Release(context.WithoutCancel(ctx), core.ErrClosed, true)
 		return nil, err
 	}
 	m.observeAcquired(lease, time.Since(began), votes)
@@ -209,7 +205,7 @@ func (m *Mutex) won(ctx context.Context, k *lockCall, lease *lease, votes int, b
 // attempt failed with o (a TryLock, a configuration or key conflict, every
 // quorum quarantined past the deadline); nil when the call waits on.
 func (k *lockCall) ends(ctx context.Context, o outcome) error {
-	var stop *stopError
+	var stop *StopError
 	if !k.wait || errors.Is(o.err, core.ErrConfig) || errors.As(o.err, &stop) {
 		k.finish(ctx, nil)
 		return o.err
@@ -257,7 +253,7 @@ func (k *lockCall) sleep(ctx context.Context, delay time.Duration, last error) e
 	case <-ctx.Done():
 		k.finish(ctx, nil)
 		return gaveUp(ctx, last)
-	case <-k.m.client.done:
+	case <-k.m.client.Done:
 		k.finish(ctx, nil)
 		return core.ErrClosed
 	}
@@ -297,7 +293,7 @@ func (k *lockCall) confirmWatch(ctx context.Context) bool {
 }
 
 // finish ends the call with lease (nil when it failed).
-func (k *lockCall) finish(ctx context.Context, lease *lease) {
+func (k *lockCall) finish(ctx context.Context, lease *Held) {
 	k.ended.Store(true)
 	if lease == nil {
 		// Giving up: nothing of this call may stay locked when it returns.
@@ -321,7 +317,7 @@ func (k *lockCall) finish(ctx context.Context, lease *lease) {
 // notices until it has left the nodes' queues (waiters.leaveQueue, which
 // then calls unwatch): a call that may take leases from notices, granted,
 // learns from the notices still arriving which nodes handed it the lock.
-func (k *lockCall) watchOn(lease *lease) bool { return lease != nil && k.handoff != nil }
+func (k *lockCall) watchOn(lease *Held) bool { return lease != nil && k.handoff != nil }
 
 // unwatch ends the watching that watchOn kept on.
 func (k *lockCall) unwatch() {
@@ -330,13 +326,8 @@ func (k *lockCall) unwatch() {
 	}
 }
 
-func (m *Mutex) observeAcquired(lease *lease, wait time.Duration, votes int) {
-	if hook := m.settings.Observer.Acquired; hook != nil {
-		hook(core.AcquiredEvent{Name: m.name, Owner: lease.owner, Wait: wait, Votes: votes})
+func (m *Mutex) observeAcquired(lease *Held, wait time.Duration, votes int) {
+	if hook := m.Settings.Observer.Acquired; hook != nil {
+		hook(core.AcquiredEvent{Name: m.LockName, Owner: lease.Owner(), Wait: wait, Votes: votes})
 	}
 }
-
-// stopError is an attempt's error after which Lock does not try again.
-type stopError struct{ error }
-
-func (e *stopError) Unwrap() error { return e.error }

@@ -5,64 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
-
-// quarantines remembers, per node and kind, the last quarantine reported,
-// so that a node is reported once per loss or run of clock findings, not
-// once per refused call.
-type quarantines struct {
-	mu       sync.Mutex
-	reported map[quarantineKey]time.Time // → Since of the last reported quarantine
-}
-
-type quarantineKey struct {
-	node  int
-	clock bool
-}
-
-// sawQuarantine reports err to the observer and the log when it is a
-// node's first refusal for a new data loss or a new run of clock findings.
-func (c *Client) sawQuarantine(s *core.Settings, index int, err error) {
-	var lost *node.Quarantine
-	var fast *node.ClockQuarantine
-	var key quarantineKey
-	var since, until time.Time
-	switch {
-	case errors.As(err, &lost):
-		key, since, until = quarantineKey{node: index}, lost.Since, lost.Until
-	case errors.As(err, &fast) && fast.Rate > 0:
-		key, since, until = quarantineKey{node: index, clock: true}, fast.Since, fast.Until
-	default:
-		return
-	}
-	c.quarantines.mu.Lock()
-	if c.quarantines.reported == nil {
-		c.quarantines.reported = make(map[quarantineKey]time.Time)
-	}
-	fresh := !c.quarantines.reported[key].Equal(since)
-	c.quarantines.reported[key] = since
-	c.quarantines.mu.Unlock()
-	if !fresh {
-		return
-	}
-	addr := c.nodes[index].Addr()
-	if key.clock {
-		s.Logger.Warn("redlock: node's clock runs fast: its answers do not count until it is back in bounds for a TTL",
-			"node", index, "addr", addr, "rate", fast.Rate, "since", since, "until", until)
-	} else {
-		s.Logger.Warn("redlock: node may have forgotten a lease: it does not vote until the restart guard has passed",
-			"node", index, "addr", addr, "why", lost.Why, "since", since, "until", until)
-	}
-	if hook := s.Observer.Quarantined; hook != nil {
-		hook(core.QuarantineEvent{Node: index, Addr: addr, Reason: err, Until: until})
-	}
-}
 
 // restartGuard is the guard of a Mutex with settings s (see
 // WithRestartGuard): as set, or the longest TTL this Client has used.
@@ -171,8 +119,8 @@ func (m *Mutex) quarantineWait(delay time.Duration, o outcome) time.Duration {
 		return delay
 	}
 	wait := untilVotes(o.votesAgain)
-	if m.queue != nil {
-		wait = min(wait, m.queue.Heartbeat())
+	if m.Queue != nil {
+		wait = min(wait, m.Queue.Heartbeat())
 	}
 	return max(delay, wait)
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -15,39 +14,22 @@ import (
 	"github.com/quorumlock/redlock/pubsub"
 	"github.com/quorumlock/redlock/reentrant"
 	"github.com/redis/go-redis/v9"
-	"golang.org/x/sync/errgroup"
 )
 
 // Client grants locks over a fixed set of independent Redis nodes. It is
 // safe for concurrent use. Close it when done: it releases the leases it
 // still holds and stops its background work.
 type Client struct {
-	nodes    []*node.Node
+	*Runtime
 	defaults core.Settings
 	owned    []redis.UniversalClient // made by Dial; closed by Close
-	hub      *pubsub.Hub             // release notices → waiter wake-ups
-	gates    gates                   // local queue per lock: one contender per Client
 	health   *health                 // which nodes answer: picks the lead node
 	tickets  fair.Tickets            // fair-mode queue positions
 	clock    fair.Clock              // the nodes' time, for tickets
-	watchdog *watchdog               // renews every lease with the watchdog on
-	sweeper  *sweeper                // releases that nodes did not answer, tried again
 	tag      string                  // names this Client's notice channels
 	longest  atomic.Int64            // the longest TTL used so far: the default restart guard
-	quarantines
-	stopWarm context.CancelFunc // cuts the warm-up (see warm)
-	warmed   <-chan error       // the warm-up's results, one per node
-
-	// background tracks every goroutine the Client starts (stragglers of a
-	// round, deferred releases); Close waits for all of them.
-	background sync.WaitGroup
-
-	done   chan struct{}  // closed by Close: waiters give up
-	active sync.WaitGroup // Lock, TryLock, Unlock and Extend calls in progress
-
-	mu     sync.Mutex
-	closed bool
-	leases map[*lease]struct{}
+	stopWarm context.CancelFunc      // cuts the warm-up (see warm)
+	warmed   <-chan error            // the warm-up's results, one per node
 }
 
 // New implements redlock.New, which documents it.
@@ -59,19 +41,19 @@ func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 	if err := defaults.Validate(len(nodes)); err != nil {
 		return nil, err
 	}
-	c := &Client{defaults: defaults, leases: make(map[*lease]struct{}), done: make(chan struct{}), tag: reentrant.NewID()}
+	c := &Client{Runtime: NewRuntime(), defaults: defaults, tag: reentrant.NewID()}
 	c.longest.Store(int64(defaults.TTL))
 	c.defaults.Stretch = c.stretch
 	for i, client := range nodes {
 		if isNil(client) {
 			return nil, fmt.Errorf("%w: node %d is a nil client", core.ErrConfig, i)
 		}
-		c.nodes = append(c.nodes, node.New(i, addrOf(client), client))
+		c.Nodes = append(c.Nodes, node.New(i, addrOf(client), client))
 	}
-	c.hub = pubsub.New(nodes, defaults.NodeTimeout)
+	c.Hub = pubsub.New(nodes, defaults.NodeTimeout)
 	c.health = newHealth(len(nodes))
-	c.watchdog = newWatchdog(c)
-	c.sweeper = newSweeper(c)
+	c.Watchdog = NewWatchdog(c.Runtime)
+	c.Sweeper = NewSweeper(c.Runtime)
 	c.warmed = c.warm()
 	return c, nil
 }
@@ -133,33 +115,20 @@ func Dial(urls []string, opts ...core.Option) (*Client, error) {
 	return c, nil
 }
 
-// closeParallelism bounds how many leases Close releases at once: each
-// release is one call per node, and a Client with thousands of leases
-// should not open thousands of goroutines and connections at Close.
-const closeParallelism = 64
-
 // Close implements redlock.Client.Close, which documents it.
 func (c *Client) Close() error {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+	c.stopWarm() // idempotent: a second Close cuts nothing
+	if !c.Shut() {
 		return core.ErrClosed
 	}
-	c.closed = true
-	close(c.done)
-	c.mu.Unlock()
-	c.stopWarm()
-	// Calls in progress end soon (waiters see done; a round is bounded by
-	// the node timeout); only then is the set of leases final.
-	c.active.Wait()
-	c.releaseAll()
-	c.watchdog.close()
-	c.hub.Close()
+	c.ReleaseAll()
+	c.Watchdog.Close()
+	c.Hub.Close()
 	idle := make(chan struct{})
 	go func() {
 		defer close(idle)
-		c.background.Wait()
-		for _, n := range c.nodes {
+		c.Background.Wait()
+		for _, n := range c.Nodes {
 			n.Wait()
 		}
 	}()
@@ -190,26 +159,6 @@ func (c *Client) Close() error {
 	return core.JoinErrors(errs...)
 }
 
-// releaseAll releases every lease still tracked, closeParallelism at a
-// time, best effort: what a node does not answer expires at its TTL.
-func (c *Client) releaseAll() {
-	c.mu.Lock()
-	leases := make([]*lease, 0, len(c.leases))
-	for lease := range c.leases {
-		leases = append(leases, lease)
-	}
-	c.mu.Unlock()
-	var releases errgroup.Group
-	releases.SetLimit(closeParallelism)
-	for _, lease := range leases {
-		releases.Go(func() error {
-			_ = lease.release(context.Background(), core.ErrClosed, true)
-			return nil
-		})
-	}
-	_ = releases.Wait()
-}
-
 // Mutex implements redlock.Client.Mutex, which documents it.
 func (c *Client) Mutex(name string, opts ...core.Option) *Mutex {
 	return c.newMutex(name, opts, false, nil)
@@ -218,72 +167,29 @@ func (c *Client) Mutex(name string, opts ...core.Option) *Mutex {
 // newMutex builds a Mutex, the read side of an RWMutex with read; setup,
 // when not nil, adjusts it before its mode and queue are made from it.
 func (c *Client) newMutex(name string, opts []core.Option, read bool, setup func(*Mutex)) *Mutex {
-	m := &Mutex{client: c, name: name, settings: c.defaults.With(opts)}
-	m.err = m.settings.Validate(len(c.nodes))
+	m := &Mutex{Target: &Target{Runtime: c.Runtime, LockName: name, Settings: c.defaults.With(opts)}, client: c}
+	m.err = m.Settings.Validate(len(c.Nodes))
 	if name == "" {
 		m.err = fmt.Errorf("%w: empty lock name", core.ErrConfig)
 	}
-	m.keys = core.KeysFor(m.settings.KeyPrefix, name, c.restartGuard(m.settings))
-	m.keys.Clock = m.settings.ClockCheck()
-	m.keys.Fenced = m.settings.Fencing
+	m.Keys = core.KeysFor(m.Settings.KeyPrefix, name, c.restartGuard(m.Settings))
+	m.Keys.Clock = m.Settings.ClockCheck()
+	m.Keys.Fenced = m.Settings.Fencing
 	if setup != nil {
 		setup(m)
 	}
-	m.mode, m.queue = newMode(m, read)
+	m.mode, m.Queue = newMode(m, read)
+	m.Mode = m.mode
 	return m
 }
 
 // nodeAddrs names the node set, to order Multi's parts across Clients.
 func (c *Client) nodeAddrs() string {
-	addrs := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
+	addrs := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
 		addrs[i] = n.Addr()
 	}
 	return strings.Join(addrs, ",")
-}
-
-// track registers a lease so Close can release it; it fails once closed.
-func (c *Client) track(lease *lease) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return core.ErrClosed
-	}
-	c.leases[lease] = struct{}{}
-	return nil
-}
-
-func (c *Client) untrack(lease *lease) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.leases, lease)
-}
-
-// begin counts an API call in progress, or reports false once closed.
-// Each true is matched by end.
-func (c *Client) begin() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return false
-	}
-	c.active.Add(1)
-	return true
-}
-
-func (c *Client) end() { c.active.Done() }
-
-// nodeError wraps a node's failure and tells the observer.
-func (c *Client) nodeError(s *core.Settings, index int, err error) *core.NodeError {
-	nodeErr := &core.NodeError{Node: index, Addr: c.nodes[index].Addr(), Err: err}
-	c.sawQuarantine(s, index, err)
-	// Debug: while a node is down every round reports it; the round's
-	// outcome (no quorum, a lost lease) is what deserves a warning.
-	s.Logger.Debug("redlock: node error", "node", index, "addr", nodeErr.Addr, "err", err)
-	if s.Observer.NodeError != nil {
-		s.Observer.NodeError(nodeErr)
-	}
-	return nodeErr
 }
 
 func isNil(client redis.UniversalClient) bool {

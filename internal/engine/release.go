@@ -13,17 +13,17 @@ import (
 // releaseNodes for several, undoGrant for a failed attempt's grant, and
 // the sweeper's retry (sweep.retry).
 
-// releaseNodes drops hold on the given nodes and waits for their answers
+// ReleaseNodes drops hold on the given nodes and waits for their answers
 // (each bounded by the node timeout); uncertain and leaving as in
 // releaseNode.
-func (m *Mutex) releaseNodes(ctx context.Context, nodes []int, owner, hold string, uncertain func(int) bool, leaving func() bool) {
-	quorum.Each(ctx, nodes, 0, func(ctx context.Context, i int) { m.releaseNode(ctx, i, owner, hold, uncertain(i), leaving) })
+func (m *Target) ReleaseNodes(ctx context.Context, nodes []int, owner, hold string, uncertain func(int) bool, leaving func() bool) {
+	quorum.Each(ctx, nodes, 0, func(ctx context.Context, i int) { m.ReleaseNode(ctx, i, owner, hold, uncertain(i), leaving) })
 }
 
 // always is a leaving condition that holds.
 func always() bool { return true }
 
-// releaseNode drops hold on node i; the last hold hands the lock to the
+// ReleaseNode drops hold on node i; the last hold hands the lock to the
 // first waiter. uncertain says that the acquire's fate on the node is unknown
 // (it timed out, or has not answered yet): then the release leaves a
 // tombstone that refuses the acquire if it arrives later. When the node
@@ -33,17 +33,17 @@ func always() bool { return true }
 // nil) holds once the release is answered, owner leaves the node's queue
 // (leaveAfterRelease): the release of a hold whose acquire there timed
 // out, of a lease, or of an attempt whose call has ended by then.
-func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, uncertain bool, leaving func() bool) {
-	ctx, cancel := context.WithTimeout(ctx, m.settings.RoundTimeout())
+func (m *Target) ReleaseNode(ctx context.Context, i int, owner, hold string, uncertain bool, leaving func() bool) {
+	ctx, cancel := context.WithTimeout(ctx, m.Settings.RoundTimeout())
 	defer cancel()
 	_, _, err := m.dropHold(ctx, i, owner, hold, uncertain)
 	switch {
 	case err == nil && leaving != nil && leaving():
 		m.leaveAfterRelease(ctx, i, owner, hold)
 	case err != nil:
-		m.client.nodeError(&m.settings, i, err)
+		m.NodeError(&m.Settings, i, err)
 		if !node.Answered(err) {
-			m.client.sweeper.add(m, i, owner, hold, leaving)
+			m.Sweeper.Add(m, i, owner, hold, leaving)
 		}
 	}
 }
@@ -61,31 +61,17 @@ func (m *Mutex) releaseNode(ctx context.Context, i int, owner, hold string, unce
 // the handing came later): the call may still be waiting, its lease given
 // back (a failed fencing), and a later attempt of it may hold the lock
 // there, taken from the notices. Read holds never queue.
-func (m *Mutex) leaveAfterRelease(ctx context.Context, i int, owner, hold string) {
-	m.mode.leaveAfter(context.WithoutCancel(ctx), i, owner, hold)
-}
-
-// undoGrant drops the hold of k's failed attempt on node i, which granted
-// it; as releaseNode otherwise (the sweeper retries it when the node does
-// not answer).
-func (m *Mutex) undoGrant(ctx context.Context, i int, k *lockCall, hold string) {
-	ctx, cancel := context.WithTimeout(ctx, m.settings.RoundTimeout())
-	defer cancel()
-	if err := m.mode.undo(ctx, i, k, hold); err != nil {
-		m.client.nodeError(&m.settings, i, err)
-		if !node.Answered(err) {
-			m.client.sweeper.add(m, i, k.owner, hold, nil)
-		}
-	}
+func (m *Target) leaveAfterRelease(ctx context.Context, i int, owner, hold string) {
+	m.Mode.LeaveAfter(context.WithoutCancel(ctx), i, owner, hold)
 }
 
 // dropHold is the release script on node i, the one call every release
 // path makes (undoGrant aside: a waiter's undo keeps its place in the
 // queue). named is the waiter the lock was handed to, if any.
-func (m *Mutex) dropHold(ctx context.Context, i int, owner, hold string, uncertain bool) (released node.Released, named string, err error) {
+func (m *Target) dropHold(ctx context.Context, i int, owner, hold string, uncertain bool) (released node.Released, named string, err error) {
 	var tombstone time.Duration
 	if uncertain {
-		tombstone = m.settings.TTL
+		tombstone = m.Settings.TTL
 	}
-	return m.queue.Release(ctx, i, owner, hold, tombstone)
+	return m.Queue.Release(ctx, i, owner, hold, tombstone)
 }

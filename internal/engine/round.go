@@ -30,13 +30,13 @@ type outcome struct {
 // returns a lease when a quorum granted within the validity window.
 // Otherwise it undoes every grant (and every call whose fate is unknown)
 // before it returns, so a failed attempt leaves nothing locked.
-func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*lease, outcome) {
+func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*Held, outcome) {
 	r := &attemptState{k: k, hold: k.nextHold(), order: new(node.Order), lead: -1, lead0: -1}
 	if k.handoff != nil {
 		k.handoff.attempting()
 	}
 	r.start = time.Now()
-	if leadFirst && len(m.client.nodes) > 1 {
+	if leadFirst && len(m.client.Nodes) > 1 {
 		if lost, ok := m.askLead(ctx, r); !ok {
 			return nil, lost
 		}
@@ -44,17 +44,17 @@ func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*leas
 	round, stopWatch := m.startRound(ctx, r)
 	defer stopWatch()
 	tally := round.Wait(ctx)
-	until := core.ValidUntil(r.start, m.settings.TTL, m.settings.DriftFactor)
-	if tally.Yes >= m.need() && time.Now().Before(until) && stopWatch() {
-		lease, result := m.grant(ctx, k, r.hold, r.start, until, r.order, func(lease *lease) quorum.Tally[node.Acquired] {
+	until := core.ValidUntil(r.start, m.Settings.TTL, m.Settings.DriftFactor)
+	if tally.Yes >= m.Need() && time.Now().Before(until) && stopWatch() {
+		lease, result := m.grant(ctx, k, r.hold, r.start, until, r.order, func(lease *Held) quorum.Tally[node.Acquired] {
 			// Every answer in by now is in this tally, and every later one
 			// goes to lateAcquire: none is missed.
-			return round.Detach(lease.lateAcquire)
+			return round.Detach(lease.LateAcquire)
 		})
 		if lease != nil && r.leadReply.Vote == quorum.Failed {
 			// The lead node was asked twice: the first copy, fate
 			// unknown, may still arrive after the release.
-			lease.called(r.lead0, r.leadReply.Err)
+			lease.Called(r.lead0, r.leadReply.Err)
 		}
 		return lease, result
 	}
@@ -74,15 +74,12 @@ type attemptState struct {
 	leadReply quorum.Reply[node.Acquired]
 }
 
-// need is the number of votes a round must win.
-func (m *Mutex) need() int { return m.settings.QuorumOf(len(m.client.nodes)) }
-
 // ask sends r's acquire to node i and turns its answer into a vote.
 func (m *Mutex) ask(ctx context.Context, r *attemptState, i int) quorum.Reply[node.Acquired] {
 	c := m.client
 	acquired, err := m.mode.acquire(ctx, r.order, i, r.k, r.hold)
 	c.health.record(i, err)
-	c.sawQuarantine(&m.settings, i, err)
+	c.SawQuarantine(&m.Settings, i, err)
 	switch {
 	case err != nil:
 		return quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: err}
@@ -100,7 +97,7 @@ func (m *Mutex) askLead(ctx context.Context, r *attemptState) (lost outcome, ok 
 	r.lead = m.client.health.lead()
 	r.lead0 = r.lead
 	r.order.Expect(1)
-	leadCtx, cancel := context.WithTimeout(ctx, m.settings.RoundTimeout())
+	leadCtx, cancel := context.WithTimeout(ctx, m.Settings.RoundTimeout())
 	r.leadReply = m.ask(leadCtx, r, r.lead)
 	cancel()
 	switch r.leadReply.Vote {
@@ -123,7 +120,7 @@ func (m *Mutex) askLead(ctx context.Context, r *attemptState) (lost outcome, ok 
 // fate would be unknown and cost a release with a tombstone each. They
 // keep ctx's deadline, and the round timeout bounds each of them.
 func (m *Mutex) startRound(ctx context.Context, r *attemptState) (*quorum.Round[node.Acquired], func() bool) {
-	c, n := m.client, len(m.client.nodes)
+	c, n := m.client, len(m.client.Nodes)
 	if r.lead >= 0 {
 		r.order.Expect(n - 1)
 	} else {
@@ -136,7 +133,7 @@ func (m *Mutex) startRound(ctx context.Context, r *attemptState) (*quorum.Round[
 	stopWatch := context.AfterFunc(ctx, cancelCalls)
 	pending := atomic.Int32{}
 	pending.Store(int32(n))
-	round := quorum.Start(calls, m.settings.RoundTimeout(), n, m.need(), &c.background,
+	round := quorum.Start(calls, m.Settings.RoundTimeout(), n, m.Need(), &c.Background,
 		func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
 			defer func() {
 				if pending.Add(-1) == 0 {
@@ -155,7 +152,7 @@ func (m *Mutex) startRound(ctx context.Context, r *attemptState) (*quorum.Round[
 // bounded by the node timeout), so that the outcome counts every node's
 // answer, and undoes the hold wherever it may have been granted.
 func (m *Mutex) lost(ctx context.Context, r *attemptState, round *quorum.Round[node.Acquired], until time.Time) outcome {
-	k, need := r.k, m.need()
+	k, need := r.k, m.Need()
 	tally := round.WaitAll(context.WithoutCancel(ctx))
 	result := m.describeFailure(tally, need, until)
 	result.votesAgain = votesAgain(tally.Replies, need)
@@ -182,25 +179,25 @@ func (m *Mutex) lost(ctx context.Context, r *attemptState, round *quorum.Round[n
 // the lease is fenced before it is returned, and given back when that
 // fails.
 func (m *Mutex) grant(ctx context.Context, k *lockCall, hold string, start, until time.Time, order *node.Order,
-	granted func(*lease) quorum.Tally[node.Acquired]) (*lease, outcome) {
-	lease := newLease(ctx, m, k.owner, hold, start, until)
-	lease.order = order
+	granted func(*Held) quorum.Tally[node.Acquired]) (*Held, outcome) {
+	lease := NewHeld(ctx, m.Target, k.owner, hold, start, until)
+	lease.Order = order
 	if k.handoff != nil {
-		lease.releasing = func() { m.mode.releasing(k, hold) }
+		lease.Releasing = func() { m.mode.releasing(k, hold) }
 	}
 	if !k.gated {
 		// Fair writers and readers never entered the Client's gate:
 		// their release must not leave an entry of another owner's.
-		lease.gateOnce.Do(func() {})
+		lease.GateOnce.Do(func() {})
 	}
 	k.granted = granted(lease)
-	lease.noteGrant(k.granted)
-	if m.settings.Fencing {
-		if err := lease.fence(ctx, k.granted.Replies); err != nil {
+	lease.NoteGrant(k.granted)
+	if m.Settings.Fencing {
+		if err := lease.Fence(ctx, k.granted.Replies); err != nil {
 			// The call keeps its gate entry (finish leaves it), so
 			// the release must not leave it too.
-			lease.gateOnce.Do(func() {})
-			_ = lease.release(context.WithoutCancel(ctx), core.ErrReleased, true)
+			lease.GateOnce.Do(func() {})
+			_ = lease.Release(context.WithoutCancel(ctx), core.ErrReleased, true)
 			return nil, outcome{votes: k.granted.Yes, err: err}
 		}
 	}
@@ -228,7 +225,7 @@ func (m *Mutex) undo(ctx context.Context, k *lockCall, round *quorum.Round[node.
 	unsure := func(i int, reply quorum.Reply[node.Acquired]) bool {
 		return fateUnknown(reply) || (i == lead0 && fateUnknown(leadFirst))
 	}
-	late := make(chan struct{}, len(c.nodes))
+	late := make(chan struct{}, len(c.Nodes))
 	answered := round.Detach(func(i int, reply quorum.Reply[node.Acquired]) {
 		defer func() { late <- struct{}{} }()
 		if reply.Vote == quorum.Yes || unsure(i, reply) {
@@ -236,7 +233,7 @@ func (m *Mutex) undo(ctx context.Context, k *lockCall, round *quorum.Round[node.
 			if unsure(i, reply) {
 				leaving = k.ended.Load
 			}
-			m.releaseNode(undo, i, owner, hold, unsure(i, reply), leaving)
+			m.ReleaseNode(undo, i, owner, hold, unsure(i, reply), leaving)
 		}
 		if !k.wait {
 			m.mode.dequeue(undo, []int{i}, k) // TryLock's late answer may have queued it
@@ -254,9 +251,9 @@ func (m *Mutex) undo(ctx context.Context, k *lockCall, round *quorum.Round[node.
 	}
 	quorum.Each(undo, granted, 0, func(ctx context.Context, i int) { m.undoGrant(ctx, i, k, hold) })
 	finished := make(chan struct{})
-	c.background.Go(func() {
+	c.Background.Go(func() {
 		defer close(finished)
-		m.releaseNodes(undo, unknown, owner, hold, func(int) bool { return true }, k.ended.Load)
+		m.ReleaseNodes(undo, unknown, owner, hold, func(int) bool { return true }, k.ended.Load)
 		for range len(answered.Replies) - answered.Answered {
 			<-late
 		}
@@ -288,7 +285,7 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 			}
 		}
 	}
-	v := verdictOf(m, replies, need)
+	v := VerdictOf(m.Target, replies, need)
 	holder, holds := "", 0
 	for fingerprint, count := range refusals {
 		if count > holds {
@@ -298,27 +295,27 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 	result.minPTTL = shortestPTTL(replies, holder)
 	// Held: one owner has, or may have (counting the silent nodes), a
 	// quorum. Split: no owner can, so every contender backs off briefly.
-	conflicts, conflicted := v.conflicts()
+	conflicts, conflicted := v.Conflicts()
 	result.held = holds > 0 && holds+silent >= need
 	result.seen = holds >= need
-	result.split = !result.held && silent == 0 && v.yes < need
+	result.split = !result.held && silent == 0 && v.Yes < need
 	switch {
 	case conflicted:
-		result.err = &stopError{v.with(fmt.Errorf("%w on %d of %d nodes, so no quorum can agree: remove the key or use another key prefix",
-			core.ErrKeyConflict, conflicts, v.n))}
-	case result.held && holds > v.n-need && m.mode.behind(replies, holder):
-		result.err = v.with(fmt.Errorf("%w: a writer waits for it on %d of %d nodes, and readers arriving after a waiting writer wait for it",
-			core.ErrNotAcquired, holds, v.n))
-	case result.held && holds > v.n-need:
-		result.err = v.with(fmt.Errorf("%w: held by another owner on %d of %d nodes", core.ErrNotAcquired, holds, v.n))
-	case v.yes >= need:
+		result.err = &StopError{v.With(fmt.Errorf("%w on %d of %d nodes, so no quorum can agree: remove the key or use another key prefix",
+			core.ErrKeyConflict, conflicts, v.N))}
+	case result.held && holds > v.N-need && m.mode.behind(replies, holder):
+		result.err = v.With(fmt.Errorf("%w: a writer waits for it on %d of %d nodes, and readers arriving after a waiting writer wait for it",
+			core.ErrNotAcquired, holds, v.N))
+	case result.held && holds > v.N-need:
+		result.err = v.With(fmt.Errorf("%w: held by another owner on %d of %d nodes", core.ErrNotAcquired, holds, v.N))
+	case v.Yes >= need:
 		// Enough nodes granted, too late: a node error besides does not
 		// make it a quorum failure.
-		result.err = v.with(fmt.Errorf("%w: the round outlasted the validity window (ends %v)", core.ErrNotAcquired, until))
-	case len(v.nodeErrs) > 0:
-		result.err = v.err(nil)
+		result.err = v.With(fmt.Errorf("%w: the round outlasted the validity window (ends %v)", core.ErrNotAcquired, until))
+	case len(v.NodeErrs) > 0:
+		result.err = v.Err(nil)
 	default:
-		result.err = fmt.Errorf("%w: votes split, %d of %d needed", core.ErrNotAcquired, v.yes, need)
+		result.err = fmt.Errorf("%w: votes split, %d of %d needed", core.ErrNotAcquired, v.Yes, need)
 	}
 	return result
 }
@@ -342,4 +339,18 @@ func behind(replies []quorum.Reply[node.Acquired], holder string) bool {
 	return slices.ContainsFunc(replies, func(r quorum.Reply[node.Acquired]) bool {
 		return r.Vote == quorum.No && r.Value.Holder == holder && r.Value.Behind
 	})
+}
+
+// undoGrant drops the hold of k's failed attempt on node i, which granted
+// it; as releaseNode otherwise (the sweeper retries it when the node does
+// not answer).
+func (m *Mutex) undoGrant(ctx context.Context, i int, k *lockCall, hold string) {
+	ctx, cancel := context.WithTimeout(ctx, m.Settings.RoundTimeout())
+	defer cancel()
+	if err := m.mode.undo(ctx, i, k, hold); err != nil {
+		m.client.NodeError(&m.Settings, i, err)
+		if !node.Answered(err) {
+			m.Sweeper.Add(m.Target, i, k.owner, hold, nil)
+		}
+	}
 }

@@ -37,7 +37,7 @@ const readerRecheck = 500 * time.Millisecond
 
 // RWMutex implements redlock.Client.RWMutex, which documents it.
 func (c *Client) RWMutex(name string, opts ...core.Option) *RWMutex {
-	writer := c.newMutex(name, opts, false, func(m *Mutex) { m.keys.Readers = m.keys.Lock + readersChannel })
+	writer := c.newMutex(name, opts, false, func(m *Mutex) { m.Keys.Readers = m.Keys.Lock + readersChannel })
 	readOpts := append(slices.Clip(opts), func(s *core.Settings) { s.Fair, s.Fencing = false, false })
 	reader := c.newMutex(name, readOpts, true, nil)
 	return &RWMutex{name: name, writer: writer, reader: reader}
@@ -74,7 +74,7 @@ func (rw *RWMutex) TryLock(ctx context.Context) (*Lease, error) {
 
 func (rw *RWMutex) rlock(ctx context.Context, wait bool) (*Lease, error) {
 	if ctx != nil && rw.writer.err == nil {
-		if owner, ok := reentrant.Owner(ctx); ok && rw.writer.client.holds(rw.writer, owner) {
+		if owner, ok := reentrant.Owner(ctx); ok && rw.writer.Holds(rw.writer.Keys.Lock, owner) {
 			// A read inside the write hold: another hold of the write lock.
 			return leaseOf(rw.writer.acquire(ctx, wait))
 		}
@@ -94,38 +94,26 @@ func (rw *RWMutex) notUpgrade(ctx context.Context) error {
 	return nil
 }
 
-// holds reports whether owner has a live lease of m in this Client.
-func (c *Client) holds(m *Mutex, owner string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for l := range c.leases {
-		if l.owner == owner && !l.mutex.mode.shared() && l.mutex.keys.Lock == m.keys.Lock && l.Err() == nil {
-			return true
-		}
-	}
-	return false
-}
-
 // readHolds is the chain of read leases a Context carries, innermost first.
 type readHolds struct {
-	lease *lease
+	lease *Held
 	outer *readHolds
 }
 
 type readHoldsKey struct{}
 
-func withReadHold(ctx context.Context, l *lease) context.Context {
+func withReadHold(ctx context.Context, l *Held) context.Context {
 	outer, _ := ctx.Value(readHoldsKey{}).(*readHolds)
 	return context.WithValue(ctx, readHoldsKey{}, &readHolds{lease: l, outer: outer})
 }
 
 // readHeld returns a live read lease of m's lock (the same Client's) that
 // ctx carries, or nil.
-func readHeld(ctx context.Context, m *Mutex) *lease {
+func readHeld(ctx context.Context, m *Mutex) *Held {
 	holds, _ := ctx.Value(readHoldsKey{}).(*readHolds)
 	for ; holds != nil; holds = holds.outer {
 		l := holds.lease
-		if l.mutex.client == m.client && l.mutex.keys.Lock == m.keys.Lock && l.Err() == nil {
+		if l.Target.Runtime == m.Runtime && l.Target.Keys.Lock == m.Keys.Lock && l.Err() == nil {
 			return l
 		}
 	}

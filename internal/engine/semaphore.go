@@ -39,7 +39,7 @@ type Semaphore struct {
 	// last check a quorum confirmed): no permit is valid past it.
 	confirmed time.Time
 	users     int                 // Acquire and TryAcquire calls running, plus permits out
-	out       map[*lease]struct{} // permits of this value not ended yet
+	out       map[*Held]struct{} // permits of this value not ended yet
 	keeping   bool                // a keeper checks the count while there are users
 	bound     *time.Timer         // fires at confirmed while permits are out
 }
@@ -48,7 +48,7 @@ type Semaphore struct {
 func (c *Client) Semaphore(name string, permits int, opts ...core.Option) *Semaphore {
 	own := core.DefaultSettings().With(opts) // what the caller asked of this semaphore
 	opts = append(slices.Clip(opts), func(s *core.Settings) { s.Fair, s.Fencing = false, false })
-	s := &Semaphore{client: c, name: name, permits: permits, settings: c.defaults.With(opts), out: make(map[*lease]struct{})}
+	s := &Semaphore{client: c, name: name, permits: permits, settings: c.defaults.With(opts), out: make(map[*Held]struct{})}
 	switch {
 	case name == "":
 		s.err = fmt.Errorf("%w: empty semaphore name", core.ErrConfig)
@@ -59,7 +59,7 @@ func (c *Client) Semaphore(name string, permits int, opts ...core.Option) *Semap
 	case own.Fencing:
 		s.err = fmt.Errorf("%w: a Semaphore has no fencing tokens (WithFencing): permits are held at once", core.ErrConfig)
 	default:
-		s.err = s.settings.Validate(len(c.nodes))
+		s.err = s.settings.Validate(len(c.Nodes))
 	}
 	if s.err != nil {
 		return s
@@ -68,7 +68,7 @@ func (c *Client) Semaphore(name string, permits int, opts ...core.Option) *Semap
 	for i := range s.slots {
 		s.slots[i] = c.Mutex(name+":permit"+strconv.Itoa(i), opts...)
 	}
-	k := core.KeysFor(s.settings.KeyPrefix, name, s.slots[0].keys.Guard)
+	k := core.KeysFor(s.settings.KeyPrefix, name, s.slots[0].Keys.Guard)
 	s.count = node.Keys{Lock: k.Lock + ":permits", Marker: k.Marker, Guard: k.Guard}
 	return s
 }
@@ -94,10 +94,10 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 		return nil, fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	c := s.client
-	if !c.begin() {
+	if !c.Begin() {
 		return nil, core.ErrClosed
 	}
-	defer c.end()
+	defer c.End()
 	s.addUser()
 	defer s.dropUser()
 	if err := s.confirm(ctx, wait); err != nil {
@@ -136,7 +136,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 // the count's confirmation has less than half a TTL left (the keeper could
 // not reach a quorum while this call waited), it is checked again first;
 // a permit that would be valid no longer is given back.
-func (s *Semaphore) lent(ctx context.Context, l *lease) (*Lease, error) {
+func (s *Semaphore) lent(ctx context.Context, l *Held) (*Lease, error) {
 	if time.Until(s.confirmedUntil()) < s.settings.TTL/2 {
 		err := s.check(ctx)
 		if err != nil && !time.Now().Before(s.confirmedUntil()) {
@@ -154,7 +154,7 @@ func (s *Semaphore) lent(ctx context.Context, l *lease) (*Lease, error) {
 		s.bound = time.AfterFunc(time.Until(s.confirmed), s.unconfirmed)
 	}
 	s.mu.Unlock()
-	context.AfterFunc(l.ctx, func() {
+	context.AfterFunc(l.Context(), func() {
 		s.mu.Lock()
 		delete(s.out, l)
 		if len(s.out) == 0 && s.bound != nil {
@@ -164,18 +164,18 @@ func (s *Semaphore) lent(ctx context.Context, l *lease) (*Lease, error) {
 		s.mu.Unlock()
 		s.dropUser()
 	})
-	return &Lease{held: &permit{lease: l, sem: s}}, nil
+	return &Lease{held: &permit{Held: l, sem: s}}, nil
 }
 
 // permit is a Semaphore's permit: its slot's lease, valid no longer than
 // the count it was granted under is known to stay on a quorum.
 type permit struct {
-	*lease
+	*Held
 	sem *Semaphore
 }
 
 func (p *permit) Until() time.Time {
-	until, confirmed := p.lease.Until(), p.sem.confirmedUntil()
+	until, confirmed := p.Held.Until(), p.sem.confirmedUntil()
 	if confirmed.Before(until) {
 		return confirmed
 	}
@@ -203,14 +203,14 @@ func (s *Semaphore) unconfirmed() {
 		s.mu.Unlock()
 		return
 	}
-	lost := make([]*lease, 0, len(s.out))
+	lost := make([]*Held, 0, len(s.out))
 	for l := range s.out {
 		lost = append(lost, l)
 	}
 	s.mu.Unlock()
 	cause := fmt.Errorf("%w: the permit count of semaphore %q was not confirmed on a quorum for a TTL", core.ErrLost, s.name)
 	for _, l := range lost {
-		l.lose(cause)
+		l.Lose(cause)
 	}
 }
 
@@ -223,7 +223,7 @@ func (s *Semaphore) addUser() {
 	s.keeping = true
 	s.mu.Unlock()
 	if start {
-		s.client.background.Go(s.keep)
+		s.client.Background.Go(s.keep)
 	}
 }
 
@@ -244,7 +244,7 @@ func (s *Semaphore) keep() {
 	for {
 		select {
 		case <-ticker.C:
-		case <-c.done:
+		case <-c.Done:
 			return
 		}
 		s.mu.Lock()
@@ -270,7 +270,7 @@ func (s *Semaphore) waitAny(ctx context.Context) (*Lease, error) {
 	defer cancel(nil)
 	type result struct {
 		slot  int
-		lease *lease
+		lease *Held
 		err   error
 	}
 	results := make(chan result, len(s.slots))
@@ -281,7 +281,7 @@ func (s *Semaphore) waitAny(ctx context.Context) (*Lease, error) {
 			results <- result{i, lease, err}
 		})
 	}
-	var won *lease
+	var won *Held
 	var failed error // the first failure that did not come from the race's end
 	failures := 0
 	for range s.slots {
@@ -345,7 +345,7 @@ func (s *Semaphore) confirm(ctx context.Context, wait bool) error {
 		case <-ctx.Done():
 			timer.Stop()
 			return gaveUp(ctx, err)
-		case <-s.client.done:
+		case <-s.client.Done:
 			timer.Stop()
 			return core.ErrClosed
 		}
@@ -360,8 +360,8 @@ func (s *Semaphore) confirm(ctx context.Context, wait bool) error {
 func (s *Semaphore) check(ctx context.Context) error {
 	c := s.client
 	start := time.Now()
-	stored := make([]int, len(c.nodes))
-	errs := make([]error, len(c.nodes))
+	stored := make([]int, len(c.Nodes))
+	errs := make([]error, len(c.Nodes))
 	s.slots[0].eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
 		stored[i], err = n.Permits(ctx, s.count, s.permits, s.settings.TTL)
 		return err
@@ -370,22 +370,22 @@ func (s *Semaphore) check(ctx context.Context) error {
 	for i, err := range errs {
 		if errors.Is(err, node.ErrBadReply) {
 			return fmt.Errorf("%w: semaphore %q: node %d (%s) holds something else than a permit count at %s: %w",
-				core.ErrConfig, s.name, i, c.nodes[i].Addr(), s.count.Lock, err)
+				core.ErrConfig, s.name, i, c.Nodes[i].Addr(), s.count.Lock, err)
 		}
 		if err != nil {
-			nodeErrs = append(nodeErrs, c.nodeError(&s.settings, i, err))
+			nodeErrs = append(nodeErrs, c.NodeError(&s.settings, i, err))
 			continue
 		}
 		if stored[i] != s.permits {
 			return fmt.Errorf("%w: semaphore %q has %d permits on node %d (%s), not %d: every Client must use one count "+
 				"(to change it, stop every process that uses it: %s expires a TTL after the last one stopped)",
-				core.ErrConfig, s.name, stored[i], i, c.nodes[i].Addr(), s.permits, s.count.Lock)
+				core.ErrConfig, s.name, stored[i], i, c.Nodes[i].Addr(), s.permits, s.count.Lock)
 		}
 	}
-	need := s.settings.QuorumOf(len(c.nodes))
-	if answered := len(c.nodes) - len(nodeErrs); answered < need {
-		return verdict{nodeErrs: nodeErrs}.with(fmt.Errorf("%w: the permit count was confirmed by %d of %d nodes, %d needed",
-			core.ErrNoQuorum, answered, len(c.nodes), need))
+	need := s.settings.QuorumOf(len(c.Nodes))
+	if answered := len(c.Nodes) - len(nodeErrs); answered < need {
+		return Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: the permit count was confirmed by %d of %d nodes, %d needed",
+			core.ErrNoQuorum, answered, len(c.Nodes), need))
 	}
 	s.mu.Lock()
 	if until := core.ValidUntil(start, s.settings.TTL, s.settings.DriftFactor); until.After(s.confirmed) {

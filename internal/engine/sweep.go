@@ -19,15 +19,15 @@ const (
 	maxSweepsPerNode = 10_000
 )
 
-// sweeper retries, until the node answers, every release that a node did
+// Sweeper retries, until the node answers, every release that a node did
 // not answer: a grant that may have landed there (a paused node that runs
 // the acquire when it resumes, on a connection the client gave up on) is
 // released once the node answers again, whatever client the node has. The
 // retries leave a tombstone (release.lua), so an acquire that arrives after
 // its release is refused. One goroutine per node with work, owned by the
 // Client: it stops at Close.
-type sweeper struct {
-	client *Client
+type Sweeper struct {
+	client *Runtime
 
 	mu      sync.Mutex
 	pending map[int][]sweep // by node, oldest first
@@ -35,49 +35,49 @@ type sweeper struct {
 }
 
 // sweep is one release to retry; when leaving (may be nil) holds once it
-// is answered, the owner leaves the node's queue (see Mutex.releaseNode).
+// is answered, the owner leaves the node's queue (see Target.releaseNode).
 type sweep struct {
-	mutex       *Mutex
+	target      *Target
 	owner, hold string
 	leaving     func() bool
 }
 
-func newSweeper(c *Client) *sweeper {
-	return &sweeper{client: c, pending: make(map[int][]sweep), running: make(map[int]bool)}
+func NewSweeper(c *Runtime) *Sweeper {
+	return &Sweeper{client: c, pending: make(map[int][]sweep), running: make(map[int]bool)}
 }
 
-// add queues the release of hold on node i.
-func (s *sweeper) add(m *Mutex, i int, owner, hold string, leaving func() bool) {
+// Add queues the release of hold on node i.
+func (s *Sweeper) Add(m *Target, i int, owner, hold string, leaving func() bool) {
 	c := s.client
 	select {
-	case <-c.done:
+	case <-c.Done:
 		return // closing: what is left expires at its TTL
 	default:
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	list := append(s.pending[i], sweep{mutex: m, owner: owner, hold: hold, leaving: leaving})
+	list := append(s.pending[i], sweep{target: m, owner: owner, hold: hold, leaving: leaving})
 	if len(list) > maxSweepsPerNode {
 		dropped := list[0]
 		list = list[1:]
-		dropped.mutex.settings.Logger.Warn("redlock: too many releases waiting for a silent node; the oldest hold expires at its TTL",
-			"lock", dropped.mutex.name, "node", i)
+		dropped.target.Settings.Logger.Warn("redlock: too many releases waiting for a silent node; the oldest hold expires at its TTL",
+			"lock", dropped.target.LockName, "node", i)
 	}
 	s.pending[i] = list
 	if !s.running[i] {
 		s.running[i] = true
-		c.background.Go(func() { s.run(i) })
+		c.Background.Go(func() { s.run(i) })
 	}
 }
 
 // run retries node i's releases until none is left or the Client closes.
-func (s *sweeper) run(i int) {
+func (s *Sweeper) run(i int) {
 	c := s.client
 	delay := sweepFirstRetry
 	for {
 		timer := time.NewTimer(delay)
 		select {
-		case <-c.done:
+		case <-c.Done:
 			timer.Stop()
 			s.mu.Lock()
 			s.running[i] = false
@@ -114,15 +114,15 @@ func (s *sweeper) run(i int) {
 
 // retry releases the hold once more; it reports whether the node answered.
 func (item sweep) retry(i int) bool {
-	m := item.mutex
-	ctx, cancel := context.WithTimeout(context.Background(), m.settings.RoundTimeout())
+	m := item.target
+	ctx, cancel := context.WithTimeout(context.Background(), m.Settings.RoundTimeout())
 	defer cancel()
 	_, _, err := m.dropHold(ctx, i, item.owner, item.hold, true)
 	if err != nil && !node.Answered(err) {
 		return false
 	}
 	if err != nil {
-		m.client.nodeError(&m.settings, i, err)
+		m.NodeError(&m.Settings, i, err)
 	} else if item.leaving != nil && item.leaving() {
 		m.leaveAfterRelease(ctx, i, item.owner, item.hold)
 	}

@@ -8,24 +8,24 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// verdict is a round's replies counted once: how many of the n nodes
+// Verdict is a round's replies counted once: how many of the n nodes
 // agreed and refused, and each failed node's *NodeError. A node still
 // pending when the round was decided is neither refused nor failed.
-type verdict struct {
-	yes, refused, n, need int
-	nodeErrs              []error
+type Verdict struct {
+	Yes, refused, N, need int
+	NodeErrs              []error
 }
 
-func verdictOf[T any](m *Mutex, replies []quorum.Reply[T], need int) verdict {
-	v := verdict{n: len(replies), need: need}
+func VerdictOf[T any](m *Target, replies []quorum.Reply[T], need int) Verdict {
+	v := Verdict{N: len(replies), need: need}
 	for i, reply := range replies {
 		switch reply.Vote {
 		case quorum.Yes:
-			v.yes++
+			v.Yes++
 		case quorum.No:
 			v.refused++
 		case quorum.Failed:
-			v.nodeErrs = append(v.nodeErrs, m.client.nodeError(&m.settings, i, reply.Err))
+			v.NodeErrs = append(v.NodeErrs, m.NodeError(&m.Settings, i, reply.Err))
 		}
 	}
 	return v
@@ -33,36 +33,41 @@ func verdictOf[T any](m *Mutex, replies []quorum.Reply[T], need int) verdict {
 
 // outOfReach reports whether so many nodes refused that need can never
 // agree.
-func (v verdict) outOfReach() bool { return v.refused > v.n-v.need }
+func (v Verdict) outOfReach() bool { return v.refused > v.N-v.need }
 
-// conflicts counts the node errors saying a key of the lock holds
+// Conflicts counts the node errors saying a key of the lock holds
 // something else; stopped reports whether they put a quorum out of reach.
-func (v verdict) conflicts() (count int, stopped bool) {
-	for _, err := range v.nodeErrs {
+func (v Verdict) Conflicts() (count int, stopped bool) {
+	for _, err := range v.NodeErrs {
 		if errors.Is(err, core.ErrKeyConflict) {
 			count++
 		}
 	}
-	return count, count > v.n-v.need
+	return count, count > v.N-v.need
 }
 
-// err turns the verdict into the library's error, the one place that
+// Err turns the verdict into the library's error, the one place that
 // does so for acquire, release, extend and fence rounds: nil when need
 // nodes agreed; when refusals put a quorum out of reach, refusal's error
 // (nil refusal: such a round cannot be refused) joined with the node
 // errors; otherwise ErrNoQuorum with every failed node's *NodeError.
-func (v verdict) err(refusal func(v verdict) error) error {
+func (v Verdict) Err(refusal func(v Verdict) error) error {
 	switch {
-	case v.yes >= v.need:
+	case v.Yes >= v.need:
 		return nil
 	case refusal != nil && v.outOfReach():
-		return v.with(refusal(v))
+		return v.With(refusal(v))
 	}
-	return v.with(fmt.Errorf("%w: %d of %d nodes agreed, %d needed", core.ErrNoQuorum, v.yes, v.n, v.need))
+	return v.With(fmt.Errorf("%w: %d of %d nodes agreed, %d needed", core.ErrNoQuorum, v.Yes, v.N, v.need))
 }
 
-// with joins head and the node errors, so that errors.As finds each
+// With joins head and the node errors, so that errors.As finds each
 // *NodeError.
-func (v verdict) with(head error) error {
-	return core.JoinErrors(append([]error{head}, v.nodeErrs...)...)
+func (v Verdict) With(head error) error {
+	return core.JoinErrors(append([]error{head}, v.NodeErrs...)...)
 }
+
+// StopError is an attempt's error after which Lock does not try again.
+type StopError struct{ error }
+
+func (e *StopError) Unwrap() error { return e.error }

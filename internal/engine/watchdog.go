@@ -22,12 +22,12 @@ const (
 	renewRetryDivisor = 10
 )
 
-// watchdog renews every lease that has renewal on, for one Client: one
+// Watchdog renews every lease that has renewal on, for one Client: one
 // scheduler goroutine, not one per lease, and one script call per node per
 // batch of due leases. It renews a lease every TTL/3; a renewal counts only
 // when a quorum confirmed it within the validity window.
-type watchdog struct {
-	client     *Client
+type Watchdog struct {
+	client     *Runtime
 	batchLimit int
 	kick       chan struct{} // capacity 1: a lease was added
 	ctx        context.Context
@@ -35,23 +35,23 @@ type watchdog struct {
 	work       sync.WaitGroup // the scheduler and its batch rounds
 
 	mu      sync.Mutex
-	due     map[*lease]time.Time // next renewal; zero while a round is in flight
+	due     map[*Held]time.Time // next renewal; zero while a round is in flight
 	wakeAt  time.Time            // when the scheduler wakes next (collect sets it)
 	started bool
 	closed  bool
 }
 
-func newWatchdog(c *Client) *watchdog {
+func NewWatchdog(c *Runtime) *Watchdog {
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &watchdog{
+	w := &Watchdog{
 		client:     c,
 		batchLimit: maxRenewBatch,
 		kick:       make(chan struct{}, 1),
 		ctx:        ctx,
 		cancel:     cancel,
-		due:        make(map[*lease]time.Time),
+		due:        make(map[*Held]time.Time),
 	}
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		if _, plain := n.Client().(*redis.Client); !plain {
 			// A Cluster or Ring node would refuse a script over keys of
 			// different slots (CROSSSLOT): renew one lease per call there.
@@ -63,13 +63,13 @@ func newWatchdog(c *Client) *watchdog {
 
 // add schedules l's first renewal a third of its TTL after it was granted
 // (of its validity, when shorter: a lease taken from handoff notices).
-func (w *watchdog) add(l *lease) {
+func (w *Watchdog) add(l *Held) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
 		return
 	}
-	at := l.acquired.Add(min(l.mutex.settings.TTL, l.until.Sub(l.acquired)) / 3)
+	at := l.acquired.Add(min(l.Target.Settings.TTL, l.until.Sub(l.acquired)) / 3)
 	w.due[l] = at
 	if !w.started {
 		w.started = true
@@ -90,14 +90,14 @@ func (w *watchdog) add(l *lease) {
 
 // remove stops renewing l. A round already in flight for l finishes first:
 // the caller holds l.ops, which the round holds while it runs.
-func (w *watchdog) remove(l *lease) {
+func (w *Watchdog) remove(l *Held) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.due, l)
 }
 
-// close stops the scheduler and waits for it and its rounds.
-func (w *watchdog) close() {
+// Close stops the scheduler and waits for it and its rounds.
+func (w *Watchdog) Close() {
 	w.mu.Lock()
 	w.closed = true
 	w.mu.Unlock()
@@ -105,7 +105,7 @@ func (w *watchdog) close() {
 	w.work.Wait()
 }
 
-func (w *watchdog) run() {
+func (w *Watchdog) run() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
@@ -127,10 +127,10 @@ func (w *watchdog) run() {
 // TTL (or of their first validity, when shorter: renewing a little early
 // lets more leases share a call), marks them in flight and cuts them into
 // batches. It returns how long to sleep until the next lease is due.
-func (w *watchdog) collect(now time.Time) ([][]*lease, time.Duration) {
+func (w *Watchdog) collect(now time.Time) ([][]*Held, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var due []*lease
+	var due []*Held
 	sleep := time.Hour
 	for l, at := range w.due {
 		if at.IsZero() {
@@ -139,7 +139,7 @@ func (w *watchdog) collect(now time.Time) ([][]*lease, time.Duration) {
 		// A fifteenth of the TTL, or of the validity of a lease taken
 		// from handoff notices before its first renewal (due a third of
 		// it after its start).
-		early := min(l.mutex.settings.TTL/15, at.Sub(l.acquired)/5)
+		early := min(l.Target.Settings.TTL/15, at.Sub(l.acquired)/5)
 		if !at.After(now.Add(early)) {
 			due = append(due, l)
 			w.due[l] = time.Time{}
@@ -148,7 +148,7 @@ func (w *watchdog) collect(now time.Time) ([][]*lease, time.Duration) {
 		sleep = min(sleep, at.Sub(now))
 	}
 	w.wakeAt = now.Add(sleep)
-	var batches [][]*lease
+	var batches [][]*Held
 	for len(due) > 0 {
 		size := min(len(due), w.batchLimit)
 		batches = append(batches, due[:size])
@@ -159,7 +159,7 @@ func (w *watchdog) collect(now time.Time) ([][]*lease, time.Duration) {
 
 // reschedule sets l's next renewal, unless it was removed meanwhile, and
 // wakes the scheduler, which may be asleep with every lease in flight.
-func (w *watchdog) reschedule(l *lease, at time.Time) {
+func (w *Watchdog) reschedule(l *Held, at time.Time) {
 	w.mu.Lock()
 	if _, ok := w.due[l]; ok {
 		w.due[l] = at
@@ -172,13 +172,13 @@ func (w *watchdog) reschedule(l *lease, at time.Time) {
 }
 
 // renew runs one renewal round for a batch of leases: one call per node.
-func (w *watchdog) renew(batch []*lease) {
+func (w *Watchdog) renew(batch []*Held) {
 	c := w.client
-	leases := make([]*lease, 0, len(batch))
+	leases := make([]*Held, 0, len(batch))
 	for _, l := range batch {
 		if !l.ops.TryLock() {
 			// Unlock or Extend is running on it: look again shortly.
-			w.reschedule(l, time.Now().Add(l.mutex.settings.TTL/renewRetryDivisor))
+			w.reschedule(l, time.Now().Add(l.Target.Settings.TTL/renewRetryDivisor))
 			continue
 		}
 		if l.Err() != nil {
@@ -199,17 +199,17 @@ func (w *watchdog) renew(batch []*lease) {
 	need := 0
 	timeout := time.Duration(0)
 	for i, l := range leases {
-		s := &l.mutex.settings
-		items[i] = node.Renewal{Keys: l.mutex.keys.Node(), Owner: l.owner, Hold: l.hold, TTL: s.TTL}
-		need = max(need, s.QuorumOf(len(c.nodes)))
+		s := &l.Target.Settings
+		items[i] = node.Renewal{Keys: l.Target.Keys.Node(), Owner: l.owner, Hold: l.Hold, TTL: s.TTL}
+		need = max(need, s.QuorumOf(len(c.Nodes)))
 		timeout = max(timeout, s.RoundTimeout())
 	}
 	start := time.Now()
-	round := quorum.Start(w.ctx, timeout, len(c.nodes), need, &c.background,
+	round := quorum.Start(w.ctx, timeout, len(c.Nodes), need, &c.Background,
 		func(ctx context.Context, i int) quorum.Reply[[]node.Renewed] {
-			renewed, err := c.nodes[i].Renew(ctx, items)
+			renewed, err := c.Nodes[i].Renew(ctx, items)
 			for _, l := range leases {
-				l.called(i, err) // the renewal may still run there, after a release
+				l.Called(i, err) // the renewal may still run there, after a release
 			}
 			if err != nil {
 				return quorum.Reply[[]node.Renewed]{Vote: quorum.Failed, Err: err}
@@ -228,14 +228,14 @@ func (w *watchdog) renew(batch []*lease) {
 
 // apply applies a round's tally to the leases not decided yet; final
 // decides them all.
-func (w *watchdog) apply(leases []*lease, decided []bool, tally quorum.Tally[[]node.Renewed], start time.Time, final bool) {
+func (w *Watchdog) apply(leases []*Held, decided []bool, tally quorum.Tally[[]node.Renewed], start time.Time, final bool) {
 	c := w.client
-	n := len(c.nodes)
+	n := len(c.Nodes)
 	for i, l := range leases {
 		if decided[i] {
 			continue
 		}
-		s := &l.mutex.settings
+		s := &l.Target.Settings
 		need := s.QuorumOf(n)
 		refreshed, taken, released := 0, 0, 0
 		var nodeErrs []error
@@ -248,7 +248,7 @@ func (w *watchdog) apply(leases []*lease, decided []bool, tally quorum.Tally[[]n
 			case reply.Vote == quorum.Yes && reply.Value[i] == node.Revoked:
 				released++
 			case reply.Vote == quorum.Failed && final:
-				nodeErrs = append(nodeErrs, c.nodeError(s, index, reply.Err))
+				nodeErrs = append(nodeErrs, c.NodeError(s, index, reply.Err))
 			}
 		}
 		switch {
@@ -264,16 +264,16 @@ func (w *watchdog) apply(leases []*lease, decided []bool, tally quorum.Tally[[]n
 			// forcer saw, not just the quorum that settled it.
 			decided[i] = true
 			if released > 0 {
-				l.lose(fmt.Errorf("%w: its holds were removed on %d of %d nodes (ForceUnlock)%s",
+				l.Lose(fmt.Errorf("%w: its holds were removed on %d of %d nodes (ForceUnlock)%s",
 					core.ErrLost, released, n, alsoTaken(taken)))
 			} else {
-				l.lose(fmt.Errorf("%w: another owner holds it on %d of %d nodes", core.ErrLost, taken, n))
+				l.Lose(fmt.Errorf("%w: another owner holds it on %d of %d nodes", core.ErrLost, taken, n))
 			}
 		case final:
 			decided[i] = true
 			if len(nodeErrs) > 0 {
-				s.Logger.Warn("redlock: renewal missed its quorum", "lock", l.mutex.name,
-					"renewed", refreshed, "need", need, "err", verdict{yes: refreshed, need: need, n: n, nodeErrs: nodeErrs}.err(nil))
+				s.Logger.Warn("redlock: renewal missed its quorum", "lock", l.Target.LockName,
+					"renewed", refreshed, "need", need, "err", Verdict{Yes: refreshed, need: need, N: n, NodeErrs: nodeErrs}.Err(nil))
 			}
 			// Try again after a tenth of the TTL, or sooner when less
 			// than thrice that is left (a lease taken from handoff

@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/core"
+)
+
+// Lease is one hold of a lock: of one Mutex (Mutex.Lock, TryLock) or of
+// every part of a MultiMutex. It is safe for concurrent use. Unlock it
+// exactly once; a reentrant Lock returns a Lease of its own, unlocked on its
+// own.
+type Lease struct {
+	held held // *lease (one Mutex) or *multiLease
+}
+
+// held is what a Lease holds: the two kinds share the Lease's methods and
+// nothing else.
+type held interface {
+	Context() context.Context
+	Err() error
+	Until() time.Time
+	Token() uint64
+	Owner() string
+	Unlock(ctx context.Context) error
+	Extend(ctx context.Context) error
+}
+
+// Context implements redlock.Lease.Context, which documents it.
+func (l *Lease) Context() context.Context { return l.held.Context() }
+
+// Done is closed when the lease is lost or released: Context().Done().
+func (l *Lease) Done() <-chan struct{} { return l.held.Context().Done() }
+
+// Err implements redlock.Lease.Err, which documents it.
+func (l *Lease) Err() error { return l.held.Err() }
+
+// Until implements redlock.Lease.Until, which documents it.
+func (l *Lease) Until() time.Time { return l.held.Until() }
+
+// Token implements redlock.Lease.Token, which documents it.
+func (l *Lease) Token() uint64 { return l.held.Token() }
+
+// Owner is the owner id this lease holds the lock for.
+func (l *Lease) Owner() string { return l.held.Owner() }
+
+// Unlock implements redlock.Lease.Unlock, which documents it.
+func (l *Lease) Unlock(ctx context.Context) error {
+	if l == nil || l.held == nil {
+		return fmt.Errorf("%w: Unlock of a nil Lease", core.ErrConfig)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", core.ErrConfig)
+	}
+	return l.held.Unlock(ctx)
+}
+
+// Extend implements redlock.Lease.Extend, which documents it.
+func (l *Lease) Extend(ctx context.Context) error {
+	if l == nil || l.held == nil {
+		return fmt.Errorf("%w: Extend of a nil Lease", core.ErrConfig)
+	}
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", core.ErrConfig)
+	}
+	return l.held.Extend(ctx)
+}

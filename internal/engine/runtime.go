@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/quorumlock/redlock/fair"
+	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/pubsub"
+	"golang.org/x/sync/errgroup"
+)
+
+// Runtime is the part of a Client its leases run on: the nodes, the
+// Pub/Sub hub, the gates, the goroutines it owns, the calls in progress,
+// and the leases it tracks, renews and sweeps.
+type Runtime struct {
+	Nodes    []*node.Node
+	Hub      *pubsub.Hub // release notices → waiter wake-ups
+	Gates    Gates       // local queue per lock: one contender per Client
+	Watchdog *Watchdog   // renews every lease with the watchdog on
+	Sweeper  *Sweeper    // releases that nodes did not answer, tried again
+	quarantines
+
+	// Background tracks every goroutine the Client starts (stragglers of a
+	// round, deferred releases); Close waits for all of them.
+	Background sync.WaitGroup
+
+	Done   chan struct{}  // closed by Close: waiters give up
+	active sync.WaitGroup // Lock, TryLock, Unlock and Extend calls in progress
+
+	mu     sync.Mutex
+	closed bool
+	leases map[*Held]struct{}
+}
+
+// NewRuntime returns an open runtime with no nodes yet.
+func NewRuntime() *Runtime {
+	return &Runtime{leases: make(map[*Held]struct{}), Done: make(chan struct{})}
+}
+
+// Track registers a lease so Close can release it; it fails once closed.
+func (c *Runtime) Track(lease *Held) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return core.ErrClosed
+	}
+	c.leases[lease] = struct{}{}
+	return nil
+}
+
+func (c *Runtime) Untrack(lease *Held) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.leases, lease)
+}
+
+// Begin counts an API call in progress, or reports false once closed.
+// Each true is matched by End.
+func (c *Runtime) Begin() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.active.Add(1)
+	return true
+}
+
+func (c *Runtime) End() { c.active.Done() }
+
+// NodeError wraps a node's failure and tells the observer.
+func (c *Runtime) NodeError(s *core.Settings, index int, err error) *core.NodeError {
+	nodeErr := &core.NodeError{Node: index, Addr: c.Nodes[index].Addr(), Err: err}
+	c.SawQuarantine(s, index, err)
+	// Debug: while a node is down every round reports it; the round's
+	// outcome (no quorum, a lost lease) is what deserves a warning.
+	s.Logger.Debug("redlock: node error", "node", index, "addr", nodeErr.Addr, "err", err)
+	if s.Observer.NodeError != nil {
+		s.Observer.NodeError(nodeErr)
+	}
+	return nodeErr
+}
+
+// quarantines remembers, per node and kind, the last quarantine reported,
+// so that a node is reported once per loss or run of clock findings, not
+// once per refused call.
+type quarantines struct {
+	mu       sync.Mutex
+	reported map[quarantineKey]time.Time // → Since of the last reported quarantine
+}
+
+type quarantineKey struct {
+	node  int
+	clock bool
+}
+
+// SawQuarantine reports err to the observer and the log when it is a
+// node's first refusal for a new data loss or a new run of clock findings.
+func (c *Runtime) SawQuarantine(s *core.Settings, index int, err error) {
+	var lost *node.Quarantine
+	var fast *node.ClockQuarantine
+	var key quarantineKey
+	var since, until time.Time
+	switch {
+	case errors.As(err, &lost):
+		key, since, until = quarantineKey{node: index}, lost.Since, lost.Until
+	case errors.As(err, &fast) && fast.Rate > 0:
+		key, since, until = quarantineKey{node: index, clock: true}, fast.Since, fast.Until
+	default:
+		return
+	}
+	c.quarantines.mu.Lock()
+	if c.quarantines.reported == nil {
+		c.quarantines.reported = make(map[quarantineKey]time.Time)
+	}
+	fresh := !c.quarantines.reported[key].Equal(since)
+	c.quarantines.reported[key] = since
+	c.quarantines.mu.Unlock()
+	if !fresh {
+		return
+	}
+	addr := c.Nodes[index].Addr()
+	if key.clock {
+		s.Logger.Warn("redlock: node's clock runs fast: its answers do not count until it is back in bounds for a TTL",
+			"node", index, "addr", addr, "rate", fast.Rate, "since", since, "until", until)
+	} else {
+		s.Logger.Warn("redlock: node may have forgotten a lease: it does not vote until the restart guard has passed",
+			"node", index, "addr", addr, "why", lost.Why, "since", since, "until", until)
+	}
+	if hook := s.Observer.Quarantined; hook != nil {
+		hook(core.QuarantineEvent{Node: index, Addr: addr, Reason: err, Until: until})
+	}
+}
+
+// Target is what a lease knows of the lock it holds: the Client's runtime,
+// the lock's name, settings, keys and queue, and the lease's side of the
+// lock's mode.
+type Target struct {
+	*Runtime
+	LockName string
+	Settings core.Settings
+	Keys     core.Keys
+	Queue    *fair.Queue // the waiters on the nodes
+	Mode     LeaseMode
+}
+
+// LeaseMode is what a held lease asks of its lock's mode.
+type LeaseMode interface {
+	// LeaveAfter takes owner off node i's queue after hold's release there.
+	LeaveAfter(ctx context.Context, i int, owner, hold string)
+	// HoldContext gives a lease's Context what it carries of its hold.
+	HoldContext(values context.Context, l *Held) context.Context
+	// Shared reports whether holds are read holds, Shared among readers.
+	Shared() bool
+}
+
+// Need is the number of nodes that must agree.
+func (m *Target) Need() int { return m.Settings.QuorumOf(len(m.Nodes)) }
+
+// Holds reports whether owner has a live exclusive lease of lock here.
+func (c *Runtime) Holds(lock, owner string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for l := range c.leases {
+		if l.owner == owner && !l.Target.Mode.Shared() && l.Target.Keys.Lock == lock && l.Err() == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Shut closes the runtime to new calls and closes Done; it reports false
+// when it was closed already. The calls in progress end soon (waiters see
+// Done; a round is bounded by the node timeout): Shut waits for them, so
+// that the set of leases is final when it returns.
+func (c *Runtime) Shut() bool {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return false
+	}
+	c.closed = true
+	close(c.Done)
+	c.mu.Unlock()
+	c.active.Wait()
+	return true
+}
+
+// ReleaseAll releases every lease still tracked, closeParallelism at a
+// time, best effort: what a node does not answer expires at its TTL.
+func (c *Runtime) ReleaseAll() {
+	c.mu.Lock()
+	leases := make([]*Held, 0, len(c.leases))
+	for lease := range c.leases {
+		leases = append(leases, lease)
+	}
+	c.mu.Unlock()
+	var releases errgroup.Group
+	releases.SetLimit(closeParallelism)
+	for _, lease := range leases {
+		releases.Go(func() error {
+			_ = lease.Release(context.Background(), core.ErrClosed, true)
+			return nil
+		})
+	}
+	_ = releases.Wait()
+}
+
+// closeParallelism bounds how many leases Close releases at once: each
+// release is one call per node, and a Client with thousands of leases
+// should not open thousands of goroutines and connections at Close.
+const closeParallelism = 64
