@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/leases"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/reentrant"
 )
@@ -92,7 +93,7 @@ func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
 // the leadership ends (or the Client closes): that keeps it from expiring,
 // and a node that lost it (restarted empty) has it back, as the lease's
 // renewals put the lock back there: Leader goes on naming the leader.
-func (e *Election) keepPublished(lease *Held, record node.Record) {
+func (e *Election) keepPublished(lease *leases.Held, record node.Record) {
 	c := e.client
 	ticker := time.NewTicker(e.mutex.Settings.TTL / 3)
 	defer ticker.Stop()
@@ -114,7 +115,7 @@ func (e *Election) keepPublished(lease *Held, record node.Record) {
 
 // publish writes the leader record on every node; a quorum must hold it
 // for this term, and the lease must still be valid.
-func (e *Election) publish(ctx context.Context, lease *Held, record node.Record) error {
+func (e *Election) publish(ctx context.Context, lease *leases.Held, record node.Record) error {
 	c := e.client
 	stored := make([]uint64, len(c.Nodes))
 	errs := make([]error, len(c.Nodes))
@@ -139,7 +140,7 @@ func (e *Election) publish(ctx context.Context, lease *Held, record node.Record)
 	case later > 0:
 		return fmt.Errorf("%w: term %d was published, after this one (%d): this leadership is over", core.ErrNotAcquired, later, record.Term)
 	case published < need:
-		return Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: the leader was published on %d of %d nodes, %d needed",
+		return leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: the leader was published on %d of %d nodes, %d needed",
 			core.ErrNoQuorum, published, len(c.Nodes), need))
 	}
 	if err := lease.Err(); err != nil {
@@ -190,7 +191,7 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	}
 	need := e.mutex.Settings.QuorumOf(len(c.Nodes))
 	if answered := len(c.Nodes) - len(nodeErrs); answered < need {
-		return Leader{}, Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
+		return Leader{}, leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
 			core.ErrNoQuorum, answered, len(c.Nodes), need))
 	}
 	if latest.Owner != info.Owner {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/leases"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 	"github.com/quorumlock/redlock/reentrant"
@@ -103,7 +104,7 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 		}
 	}
 	if answered < need {
-		return info, Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
+		return info, leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
 			core.ErrNoQuorum, answered, len(c.Nodes), need))
 	}
 	for owner, count := range holders {
@@ -187,10 +188,10 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	need := m.Settings.QuorumOf(len(c.Nodes))
 	switch answered := len(c.Nodes) - len(nodeErrs); {
 	case answered < need:
-		return Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: ForceUnlock reached %d of %d nodes, %d needed",
+		return leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: ForceUnlock reached %d of %d nodes, %d needed",
 			core.ErrNoQuorum, answered, len(c.Nodes), need))
 	case len(nodeErrs) > 0:
-		return Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("redlock: ForceUnlock reached %d of %d nodes", answered, len(c.Nodes)))
+		return leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("redlock: ForceUnlock reached %d of %d nodes", answered, len(c.Nodes)))
 	}
 	return nil
 }

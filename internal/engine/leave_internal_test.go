@@ -11,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/leases"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
@@ -86,7 +87,7 @@ func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := held.held.(*Held)
+	l := held.held.(*leases.Held)
 	// Lock returns at the quorum of nodes 0 and 1: on a loaded machine node
 	// 2's acquire can run only after that, and the leave that answers its
 	// refusal later still. Wait for both (the Client's background work),
@@ -165,7 +166,7 @@ func TestLease_lateRefusalPassesOnOnlyItsOwnHanding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := held.held.(*Held)
+	l := held.held.(*leases.Held)
 	c.Background.Wait() // a request of Lock's still on its way lands first
 	admin := cluster.Admin(t, 2)
 	handTo := func(named string) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/leases"
 	"github.com/quorumlock/redlock/reentrant"
 )
 
@@ -97,8 +98,8 @@ var errPartRanOut = errors.New("validity ran out")
 // every part taken so far is still valid: waiting for the next part is
 // pointless once an earlier one ran out, and a lease returned must be
 // valid now. On failure it releases every part it took.
-func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) ([]*Held, error) {
-	parts := make([]*Held, 0, len(mm.parts))
+func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) ([]*leases.Held, error) {
+	parts := make([]*leases.Held, 0, len(mm.parts))
 	releaseAll := func() {
 		for _, taken := range slices.Backward(parts) {
 			_ = taken.Release(context.WithoutCancel(ctx), core.ErrReleased, true)
@@ -110,7 +111,7 @@ func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Con
 			releaseAll()
 			return nil, fmt.Errorf("redlock: Multi: %s: %w", m.LockName, err)
 		}
-		parts = append(parts, taken.held.(*Held)) // a Mutex's Lease holds a *lease
+		parts = append(parts, taken.held.(*leases.Held)) // a Mutex's Lease holds a *lease
 		if err := ranOut(parts, m.LockName); err != nil {
 			releaseAll()
 			return nil, err
@@ -121,7 +122,7 @@ func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Con
 
 // ranOut reports the first of parts that is no longer valid now that the
 // part last was taken.
-func ranOut(parts []*Held, last string) error {
+func ranOut(parts []*leases.Held, last string) error {
 	now := time.Now()
 	for _, part := range parts {
 		if until := part.Until(); !now.Before(until) {
@@ -139,7 +140,7 @@ func ranOut(parts []*Held, last string) error {
 // multiLease is the hold of every part of a MultiMutex, behind a Lease.
 type multiLease struct {
 	owner  string
-	parts  []*Held // in lock order
+	parts  []*leases.Held // in lock order
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	stops  []func() bool // end the watch on the parts' contexts
@@ -150,7 +151,7 @@ type multiLease struct {
 
 // newMultiLease joins parts into one lease whose Context ends when any
 // part's does (with that part's cause).
-func newMultiLease(parent context.Context, owner string, parts []*Held) *multiLease {
+func newMultiLease(parent context.Context, owner string, parts []*leases.Held) *multiLease {
 	ctx, cancel := context.WithCancelCause(reentrant.WithOwner(context.WithoutCancel(parent), owner))
 	l := &multiLease{owner: owner, parts: parts, ctx: ctx, cancel: cancel}
 	for _, part := range parts {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/leases"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/pubsub"
 	"github.com/quorumlock/redlock/quorum"
@@ -19,7 +20,7 @@ import (
 // Mutex is one named lock over the Client's nodes. It holds no state of its
 // own between calls: it is cheap, and safe for concurrent use.
 type Mutex struct {
-	*Target
+	*leases.Target
 	client *Client
 	mode   mode  // plain, fair, or an RWMutex's read side
 	err    error // invalid configuration, reported by Lock and TryLock
@@ -39,7 +40,7 @@ func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
 }
 
 // leaseOf puts a Mutex's hold behind a Lease.
-func leaseOf(l *Held, err error) (*Lease, error) {
+func leaseOf(l *leases.Held, err error) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +105,7 @@ func (k *lockCall) undoing(done <-chan struct{}) {
 	k.undos = append(k.undos, done)
 }
 
-func (m *Mutex) acquire(ctx context.Context, wait bool) (*Held, error) {
+func (m *Mutex) acquire(ctx context.Context, wait bool) (*leases.Held, error) {
 	if m.err != nil {
 		return nil, m.err
 	}
@@ -186,7 +187,7 @@ func (m *Mutex) newCall(ctx context.Context, wait bool) (*lockCall, error) {
 // won ends call k with lease, granted. If ctx ended as it was granted, the
 // caller has stopped waiting and would never unlock it: it is given back
 // (as x/sync/semaphore does), and the release leaves the gate.
-func (m *Mutex) won(ctx context.Context, k *lockCall, lease *Held, votes int, began time.Time, last error) (*Held, error) {
+func (m *Mutex) won(ctx context.Context, k *lockCall, lease *leases.Held, votes int, began time.Time, last error) (*leases.Held, error) {
 	cancelled := ctx.Err() != nil
 	k.finish(ctx, lease)
 	if cancelled {
@@ -205,7 +206,7 @@ func (m *Mutex) won(ctx context.Context, k *lockCall, lease *Held, votes int, be
 // attempt failed with o (a TryLock, a configuration or key conflict, every
 // quorum quarantined past the deadline); nil when the call waits on.
 func (k *lockCall) ends(ctx context.Context, o outcome) error {
-	var stop *StopError
+	var stop *leases.StopError
 	if !k.wait || errors.Is(o.err, core.ErrConfig) || errors.As(o.err, &stop) {
 		k.finish(ctx, nil)
 		return o.err
@@ -293,7 +294,7 @@ func (k *lockCall) confirmWatch(ctx context.Context) bool {
 }
 
 // finish ends the call with lease (nil when it failed).
-func (k *lockCall) finish(ctx context.Context, lease *Held) {
+func (k *lockCall) finish(ctx context.Context, lease *leases.Held) {
 	k.ended.Store(true)
 	if lease == nil {
 		// Giving up: nothing of this call may stay locked when it returns.
@@ -317,7 +318,7 @@ func (k *lockCall) finish(ctx context.Context, lease *Held) {
 // notices until it has left the nodes' queues (waiters.leaveQueue, which
 // then calls unwatch): a call that may take leases from notices, granted,
 // learns from the notices still arriving which nodes handed it the lock.
-func (k *lockCall) watchOn(lease *Held) bool { return lease != nil && k.handoff != nil }
+func (k *lockCall) watchOn(lease *leases.Held) bool { return lease != nil && k.handoff != nil }
 
 // unwatch ends the watching that watchOn kept on.
 func (k *lockCall) unwatch() {
@@ -326,7 +327,7 @@ func (k *lockCall) unwatch() {
 	}
 }
 
-func (m *Mutex) observeAcquired(lease *Held, wait time.Duration, votes int) {
+func (m *Mutex) observeAcquired(lease *leases.Held, wait time.Duration, votes int) {
 	if hook := m.Settings.Observer.Acquired; hook != nil {
 		hook(core.AcquiredEvent{Name: m.LockName, Owner: lease.Owner(), Wait: wait, Votes: votes})
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/quorumlock/redlock/fair"
 	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/leases"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/pubsub"
 	"github.com/quorumlock/redlock/reentrant"
@@ -20,7 +21,7 @@ import (
 // safe for concurrent use. Close it when done: it releases the leases it
 // still holds and stops its background work.
 type Client struct {
-	*Runtime
+	*leases.Runtime
 	defaults core.Settings
 	owned    []redis.UniversalClient // made by Dial; closed by Close
 	health   *health                 // which nodes answer: picks the lead node
@@ -41,7 +42,7 @@ func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 	if err := defaults.Validate(len(nodes)); err != nil {
 		return nil, err
 	}
-	c := &Client{Runtime: NewRuntime(), defaults: defaults, tag: reentrant.NewID()}
+	c := &Client{Runtime: leases.NewRuntime(), defaults: defaults, tag: reentrant.NewID()}
 	c.longest.Store(int64(defaults.TTL))
 	c.defaults.Stretch = c.stretch
 	for i, client := range nodes {
@@ -52,8 +53,8 @@ func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 	}
 	c.Hub = pubsub.New(nodes, defaults.NodeTimeout)
 	c.health = newHealth(len(nodes))
-	c.Watchdog = NewWatchdog(c.Runtime)
-	c.Sweeper = NewSweeper(c.Runtime)
+	c.Watchdog = leases.NewWatchdog(c.Runtime)
+	c.Sweeper = leases.NewSweeper(c.Runtime)
 	c.warmed = c.warm()
 	return c, nil
 }
@@ -167,7 +168,7 @@ func (c *Client) Mutex(name string, opts ...core.Option) *Mutex {
 // newMutex builds a Mutex, the read side of an RWMutex with read; setup,
 // when not nil, adjusts it before its mode and queue are made from it.
 func (c *Client) newMutex(name string, opts []core.Option, read bool, setup func(*Mutex)) *Mutex {
-	m := &Mutex{Target: &Target{Runtime: c.Runtime, LockName: name, Settings: c.defaults.With(opts)}, client: c}
+	m := &Mutex{Target: &leases.Target{Runtime: c.Runtime, LockName: name, Settings: c.defaults.With(opts)}, client: c}
 	m.err = m.Settings.Validate(len(c.Nodes))
 	if name == "" {
 		m.err = fmt.Errorf("%w: empty lock name", core.ErrConfig)

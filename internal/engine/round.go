@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/leases"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -30,7 +31,7 @@ type outcome struct {
 // returns a lease when a quorum granted within the validity window.
 // Otherwise it undoes every grant (and every call whose fate is unknown)
 // before it returns, so a failed attempt leaves nothing locked.
-func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*Held, outcome) {
+func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*leases.Held, outcome) {
 	r := &attemptState{k: k, hold: k.nextHold(), order: new(node.Order), lead: -1, lead0: -1}
 	if k.handoff != nil {
 		k.handoff.attempting()
@@ -46,7 +47,7 @@ func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*Held
 	tally := round.Wait(ctx)
 	until := core.ValidUntil(r.start, m.Settings.TTL, m.Settings.DriftFactor)
 	if tally.Yes >= m.Need() && time.Now().Before(until) && stopWatch() {
-		lease, result := m.grant(ctx, k, r.hold, r.start, until, r.order, func(lease *Held) quorum.Tally[node.Acquired] {
+		lease, result := m.grant(ctx, k, r.hold, r.start, until, r.order, func(lease *leases.Held) quorum.Tally[node.Acquired] {
 			// Every answer in by now is in this tally, and every later one
 			// goes to lateAcquire: none is missed.
 			return round.Detach(lease.LateAcquire)
@@ -179,8 +180,8 @@ func (m *Mutex) lost(ctx context.Context, r *attemptState, round *quorum.Round[n
 // the lease is fenced before it is returned, and given back when that
 // fails.
 func (m *Mutex) grant(ctx context.Context, k *lockCall, hold string, start, until time.Time, order *node.Order,
-	granted func(*Held) quorum.Tally[node.Acquired]) (*Held, outcome) {
-	lease := NewHeld(ctx, m.Target, k.owner, hold, start, until)
+	granted func(*leases.Held) quorum.Tally[node.Acquired]) (*leases.Held, outcome) {
+	lease := leases.NewHeld(ctx, m.Target, k.owner, hold, start, until)
 	lease.Order = order
 	if k.handoff != nil {
 		lease.Releasing = func() { m.mode.releasing(k, hold) }
@@ -285,7 +286,7 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 			}
 		}
 	}
-	v := VerdictOf(m.Target, replies, need)
+	v := leases.VerdictOf(m.Target, replies, need)
 	holder, holds := "", 0
 	for fingerprint, count := range refusals {
 		if count > holds {
@@ -301,7 +302,7 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 	result.split = !result.held && silent == 0 && v.Yes < need
 	switch {
 	case conflicted:
-		result.err = &StopError{v.With(fmt.Errorf("%w on %d of %d nodes, so no quorum can agree: remove the key or use another key prefix",
+		result.err = &leases.StopError{Err: v.With(fmt.Errorf("%w on %d of %d nodes, so no quorum can agree: remove the key or use another key prefix",
 			core.ErrKeyConflict, conflicts, v.N))}
 	case result.held && holds > v.N-need && m.mode.behind(replies, holder):
 		result.err = v.With(fmt.Errorf("%w: a writer waits for it on %d of %d nodes, and readers arriving after a waiting writer wait for it",

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/leases"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/reentrant"
 )
@@ -38,17 +39,17 @@ type Semaphore struct {
 	// confirmed is how long the count is known to stay on a quorum (the
 	// last check a quorum confirmed): no permit is valid past it.
 	confirmed time.Time
-	users     int                 // Acquire and TryAcquire calls running, plus permits out
-	out       map[*Held]struct{} // permits of this value not ended yet
-	keeping   bool                // a keeper checks the count while there are users
-	bound     *time.Timer         // fires at confirmed while permits are out
+	users     int                       // Acquire and TryAcquire calls running, plus permits out
+	out       map[*leases.Held]struct{} // permits of this value not ended yet
+	keeping   bool                      // a keeper checks the count while there are users
+	bound     *time.Timer               // fires at confirmed while permits are out
 }
 
 // Semaphore implements redlock.Client.Semaphore, which documents it.
 func (c *Client) Semaphore(name string, permits int, opts ...core.Option) *Semaphore {
 	own := core.DefaultSettings().With(opts) // what the caller asked of this semaphore
 	opts = append(slices.Clip(opts), func(s *core.Settings) { s.Fair, s.Fencing = false, false })
-	s := &Semaphore{client: c, name: name, permits: permits, settings: c.defaults.With(opts), out: make(map[*Held]struct{})}
+	s := &Semaphore{client: c, name: name, permits: permits, settings: c.defaults.With(opts), out: make(map[*leases.Held]struct{})}
 	switch {
 	case name == "":
 		s.err = fmt.Errorf("%w: empty semaphore name", core.ErrConfig)
@@ -136,7 +137,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 // the count's confirmation has less than half a TTL left (the keeper could
 // not reach a quorum while this call waited), it is checked again first;
 // a permit that would be valid no longer is given back.
-func (s *Semaphore) lent(ctx context.Context, l *Held) (*Lease, error) {
+func (s *Semaphore) lent(ctx context.Context, l *leases.Held) (*Lease, error) {
 	if time.Until(s.confirmedUntil()) < s.settings.TTL/2 {
 		err := s.check(ctx)
 		if err != nil && !time.Now().Before(s.confirmedUntil()) {
@@ -170,7 +171,7 @@ func (s *Semaphore) lent(ctx context.Context, l *Held) (*Lease, error) {
 // permit is a Semaphore's permit: its slot's lease, valid no longer than
 // the count it was granted under is known to stay on a quorum.
 type permit struct {
-	*Held
+	*leases.Held
 	sem *Semaphore
 }
 
@@ -203,7 +204,7 @@ func (s *Semaphore) unconfirmed() {
 		s.mu.Unlock()
 		return
 	}
-	lost := make([]*Held, 0, len(s.out))
+	lost := make([]*leases.Held, 0, len(s.out))
 	for l := range s.out {
 		lost = append(lost, l)
 	}
@@ -270,7 +271,7 @@ func (s *Semaphore) waitAny(ctx context.Context) (*Lease, error) {
 	defer cancel(nil)
 	type result struct {
 		slot  int
-		lease *Held
+		lease *leases.Held
 		err   error
 	}
 	results := make(chan result, len(s.slots))
@@ -281,7 +282,7 @@ func (s *Semaphore) waitAny(ctx context.Context) (*Lease, error) {
 			results <- result{i, lease, err}
 		})
 	}
-	var won *Held
+	var won *leases.Held
 	var failed error // the first failure that did not come from the race's end
 	failures := 0
 	for range s.slots {
@@ -384,7 +385,7 @@ func (s *Semaphore) check(ctx context.Context) error {
 	}
 	need := s.settings.QuorumOf(len(c.Nodes))
 	if answered := len(c.Nodes) - len(nodeErrs); answered < need {
-		return Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: the permit count was confirmed by %d of %d nodes, %d needed",
+		return leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: the permit count was confirmed by %d of %d nodes, %d needed",
 			core.ErrNoQuorum, answered, len(c.Nodes), need))
 	}
 	s.mu.Lock()

@@ -1,4 +1,4 @@
-package engine
+package leases
 
 import (
 	"context"
@@ -61,7 +61,7 @@ func (l *Held) readFences(ctx context.Context) ([]node.Fence, error) {
 	if err := v.Err(nil); err != nil {
 		err = fmt.Errorf("%w: fencing counters not read: %w", core.ErrNotAcquired, err)
 		if count, stopped := v.Conflicts(); stopped {
-			return nil, &StopError{fmt.Errorf("%w (%w on %d of %d nodes: remove the key or use another key prefix)", err, core.ErrKeyConflict, count, v.N)}
+			return nil, &StopError{Err: fmt.Errorf("%w (%w on %d of %d nodes: remove the key or use another key prefix)", err, core.ErrKeyConflict, count, v.N)}
 		}
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package engine
+package leases
 
 import (
 	"context"
@@ -36,7 +36,7 @@ type Watchdog struct {
 
 	mu      sync.Mutex
 	due     map[*Held]time.Time // next renewal; zero while a round is in flight
-	wakeAt  time.Time            // when the scheduler wakes next (collect sets it)
+	wakeAt  time.Time           // when the scheduler wakes next (collect sets it)
 	started bool
 	closed  bool
 }

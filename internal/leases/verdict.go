@@ -1,4 +1,4 @@
-package engine
+package leases
 
 import (
 	"errors"
@@ -68,6 +68,8 @@ func (v Verdict) With(head error) error {
 }
 
 // StopError is an attempt's error after which Lock does not try again.
-type StopError struct{ error }
+type StopError struct{ Err error }
 
-func (e *StopError) Unwrap() error { return e.error }
+func (e *StopError) Error() string { return e.Err.Error() }
+
+func (e *StopError) Unwrap() error { return e.Err }
