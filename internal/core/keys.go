@@ -16,7 +16,7 @@ type Keys struct {
 	Marker  string          // the node's marker of complete data (not the lock's)
 	Guard   time.Duration   // the restart guard (see WithRestartGuard)
 	Clock   node.ClockCheck // the clock check (see WithClockCheck)
-	Fenced  bool            // grants answer the fencing counter (WithFencing; see fencing.go)
+	Fenced  bool            // grants answer the fencing counter (WithFencing; see internal/leases/fencing.go)
 }
 
 func (k Keys) Node() node.Keys {

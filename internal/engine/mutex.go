@@ -79,7 +79,7 @@ type lockCall struct {
 	holds       int                         // attempts made
 	// ended: finish has begun. A release of one of its attempts that
 	// lands later (the undo where the acquire timed out, retried) is
-	// followed by a leave (Mutex.releaseNode).
+	// followed by a leave (leases.Target.ReleaseNode).
 	ended atomic.Bool
 }
 

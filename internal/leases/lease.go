@@ -32,7 +32,7 @@ type Held struct {
 
 	// Order is the winning round's: the release waits until every acquire
 	// call of that round has its place in its node's queue, so that it runs
-	// after them (see Mutex.attempt).
+	// after them (see engine.Mutex.attempt).
 	Order *node.Order
 
 	// Releasing (may be nil) is called once the release starts, before
