@@ -64,16 +64,20 @@ func TestUnsafe_majorityRestartedEmpty_election(t *testing.T) {
 func TestUnsafe_majorityRestartedEmpty_rw(t *testing.T) {
 	options := append(unsafeOptions(3*time.Second), redlock.WithRestartGuard(0))
 	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: options})
-	r := restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond, Modes: []workload.Mode{workload.RW}},
-		3500*time.Millisecond, 900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond)
-	c.report(r)
-	for _, v := range r.check.Violations() {
-		if v.Reason == "overlapping grants" && v.First.Shared != v.Second.Shared {
-			t.Logf("first writer-over-reader violation: %v", v)
-			return
+	// A writer overlaps a reader only when a read hold is out at a restart
+	// and a writer wins next: most runs, not every one. Up to three runs.
+	for run := 1; run <= 3; run++ {
+		r := restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond, Modes: []workload.Mode{workload.RW}},
+			3500*time.Millisecond, 900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond)
+		c.report(r)
+		for _, v := range r.check.Violations() {
+			if v.Reason == "overlapping grants" && v.First.Shared != v.Second.Shared {
+				t.Logf("run %d: first writer-over-reader violation: %v", run, v)
+				return
+			}
 		}
 	}
-	t.Fatal("the negative control produced no writer overlapping a reader: the setup no longer breaks the lock that way, or the checker misses it")
+	t.Fatal("the negative control produced no writer overlapping a reader in three runs: the setup no longer breaks the lock that way, or the checker misses it")
 }
 
 // The restart guard on (its default, the TTL): the nodes restarted empty
