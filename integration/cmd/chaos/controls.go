@@ -102,17 +102,42 @@ func (r *runner) control(ctx context.Context, protected bool, extra []redlock.Op
 	}
 	defer harness.CloseAll(holder)
 	check.Limit(string(workload.Semaphore)+":semaphore", workload.SemaphorePermits)
-	type held struct {
-		mode     workload.Mode
-		lease    *redlock.Lease
-		acquired time.Time
-	}
-	var holds []held
+	holds, err := r.holdEvery(ctx, holder[0], protected, opts)
 	defer func() { // on the error paths; emptied on success
 		for _, h := range holds {
 			_ = h.lease.Unlock(context.WithoutCancel(ctx))
 		}
 	}()
+	if err != nil {
+		return nil, err
+	}
+	if err := breach(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.contendEvery(ctx, check, opts); err != nil {
+		return nil, err
+	}
+	// The holder lets go only now: its grants span the contender's.
+	for _, h := range holds {
+		harness.Record(check, h.mode, h.lease, h.acquired, time.Now())
+		_ = h.lease.Unlock(ctx)
+	}
+	holds = nil
+	return check.Violations(), nil
+}
+
+// controlHold is one lease the control's holder took.
+type controlHold struct {
+	mode     workload.Mode
+	lease    *redlock.Lease
+	acquired time.Time
+}
+
+// holdEvery has holder take every mode's lock (every permit of the
+// semaphore, a read hold of the read-write lock). It returns the holds
+// taken so far also when it fails, for the caller to give back.
+func (r *runner) holdEvery(ctx context.Context, holder *redlock.Client, protected bool, opts []redlock.Option) ([]controlHold, error) {
+	var holds []controlHold
 	for _, mode := range workload.AllModes {
 		leases := 1
 		if mode == workload.Semaphore {
@@ -120,9 +145,9 @@ func (r *runner) control(ctx context.Context, protected bool, extra []redlock.Op
 		}
 		for range leases {
 			lockCtx, cancel := context.WithTimeout(ctx, contendFor)
-			lock := harness.Locker(holder[0], mode, opts...)
+			lock := harness.Locker(holder, mode, opts...)
 			if mode == workload.RW {
-				lock, _ = workload.ReadWrite(holder[0], opts...) // a read hold: the contender writes
+				lock, _ = workload.ReadWrite(holder, opts...) // a read hold: the contender writes
 			}
 			lease, err := lock(lockCtx)
 			cancel()
@@ -130,19 +155,21 @@ func (r *runner) control(ctx context.Context, protected bool, extra []redlock.Op
 			case err != nil && protected:
 				r.say("  %s: the holder got no lock (%s)", mode, oneLine(err))
 			case err != nil:
-				return nil, fmt.Errorf("holder: %s: %w", mode, err)
+				return holds, fmt.Errorf("holder: %s: %w", mode, err)
 			default:
-				holds = append(holds, held{mode: mode, lease: lease, acquired: time.Now()})
+				holds = append(holds, controlHold{mode: mode, lease: lease, acquired: time.Now()})
 			}
 		}
 	}
-	if err := breach(ctx); err != nil {
-		return nil, err
-	}
-	// The contender connects after the breach, as a new process would.
+	return holds, nil
+}
+
+// contendEvery has a second Client, connected after the breach as a new
+// process would, take every mode's lock once, and records each grant.
+func (r *runner) contendEvery(ctx context.Context, check *checker.Checker, opts []redlock.Option) error {
 	contender, err := harness.Dial(r.cluster.URLs(), 1, opts...)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer harness.CloseAll(contender)
 	for _, mode := range workload.AllModes {
@@ -161,16 +188,7 @@ func (r *runner) control(ctx context.Context, protected bool, extra []redlock.Op
 		harness.Record(check, mode, lease, acquired, time.Now())
 		_ = lease.Unlock(ctx)
 	}
-	if ctx.Err() != nil {
-		return nil, ctx.Err()
-	}
-	// The holder lets go only now: its grants span the contender's.
-	for _, h := range holds {
-		harness.Record(check, h.mode, h.lease, h.acquired, time.Now())
-		_ = h.lease.Unlock(ctx)
-	}
-	holds = nil
-	return check.Violations(), nil
+	return ctx.Err()
 }
 
 // oneLine puts a multi-line error (a quorum error lists one node a line)

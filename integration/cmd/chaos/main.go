@@ -179,8 +179,13 @@ func (r *runner) run(ctx context.Context, sum *summary) {
 		r.say("containers and network removed; %v in all", time.Since(begin).Round(time.Second))
 	}()
 	r.say("5 nodes (image %s) up in %v at %v", nodes.Image(), time.Since(begin).Round(time.Millisecond), cluster.URLs())
+	r.judge(ctx, sum, fail)
+}
 
-	err = r.chaos(ctx, sum)
+// judge runs the chaos, the recovery and the controls on the nodes up,
+// and puts every failure through fail.
+func (r *runner) judge(ctx context.Context, sum *summary, fail func(string, ...any)) {
+	err := r.chaos(ctx, sum)
 	if ctx.Err() != nil {
 		return // interrupted: nothing below is meaningful
 	}

@@ -51,10 +51,6 @@ const (
 func plan(seed uint64, d time.Duration, n, clients int, ttl time.Duration) []event {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	between := func(lo, hi time.Duration) time.Duration { return lo + time.Duration(rng.Int64N(int64(hi-lo)+1)) }
-	type span struct {
-		node     int
-		from, to time.Duration
-	}
 	var spans []span
 	var events []event
 	end := d - settle
@@ -76,22 +72,9 @@ func plan(seed uint64, d time.Duration, n, clients int, ttl time.Duration) []eve
 		if e.kind == nodes.Kill || e.kind == nodes.Restart {
 			length = ttl + between(minExtra, maxExtra)
 		}
-		busy := make([]bool, n)
-		faulty := 0
-		for _, s := range spans {
-			if s.from <= at && at < s.to && !busy[s.node] {
-				busy[s.node] = true
-				faulty++
-			}
-		}
-		if faulty >= (n-1)/2 || at+length > end {
+		healthy := healthyAt(spans, n, at)
+		if n-len(healthy) >= (n-1)/2 || at+length > end {
 			continue
-		}
-		var healthy []int
-		for i := range n {
-			if !busy[i] {
-				healthy = append(healthy, i)
-			}
 		}
 		e.node = healthy[rng.IntN(len(healthy))]
 		spans = append(spans, span{node: e.node, from: at, to: at + length})
@@ -109,6 +92,29 @@ func plan(seed uint64, d time.Duration, n, clients int, ttl time.Duration) []eve
 		return cmp.Compare(boolInt(!a.heal), boolInt(!b.heal))
 	})
 	return events
+}
+
+// span is a node's fault from its start to its heal.
+type span struct {
+	node     int
+	from, to time.Duration
+}
+
+// healthyAt lists the nodes of n that no span covers at at.
+func healthyAt(spans []span, n int, at time.Duration) []int {
+	busy := make([]bool, n)
+	for _, s := range spans {
+		if s.from <= at && at < s.to {
+			busy[s.node] = true
+		}
+	}
+	var healthy []int
+	for i := range n {
+		if !busy[i] {
+			healthy = append(healthy, i)
+		}
+	}
+	return healthy
 }
 
 func boolInt(b bool) int {
