@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // binary is the redlock command built once by TestMain: the tests exec it
@@ -43,7 +45,12 @@ func buildAndRun(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "redlock test: go build: %v\n%s", err, out)
 		return 1
 	}
-	return m.Run()
+	code := m.Run()
+	if err := goleak.Find(); code == 0 && err != nil {
+		fmt.Fprintln(os.Stderr, "redlock test: goroutines left behind:", err)
+		return 1
+	}
+	return code
 }
 
 // cliTimeout bounds every exec of the binary: a hung command fails its
