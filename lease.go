@@ -100,10 +100,10 @@ func (l *Lease) inner() *engine.Lease {
 	return l.e
 }
 
-// leaseOf wraps what the engine granted; no Lease comes with an error.
+// leaseOf wraps what the engine granted: a Lease, or the error alone.
 func leaseOf(l *engine.Lease, err error) (*Lease, error) {
-	if l == nil {
+	if err != nil || l == nil {
 		return nil, err
 	}
-	return &Lease{e: l}, err
+	return &Lease{e: l}, nil
 }
