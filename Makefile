@@ -15,7 +15,7 @@ PKGS := ./...
 ## prints its time ("== phase race: 121s"), and the total at the end.
 ## On a 2-core machine: 4 to 6 minutes and under 1 GB of memory with the
 ## Go build cache of earlier runs (the race tests 2 to 3 minutes, the fuzz
-## run 20 to 50 s, the model's small tier 30 to 60 s); about 8 minutes
+## run 20 to 70 s, the model's small tier 30 to 60 s); about 8 minutes
 ## and 1.3 GB (one compile) with an empty one, which builds the standard
 ## library and the dependencies three ways (plain, -race, fuzzing).
 ## Tests that need redis-server skip without it, unless
