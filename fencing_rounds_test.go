@@ -58,15 +58,7 @@ func TestFencing_writeBackWhereAnotherOwnerHolds_isRefused(t *testing.T) {
 	})
 	proxies[0].HoldRequests(true)
 	proxies[2].HoldRequests(true)
-	type result struct {
-		lease *redlock.Lease
-		err   error
-	}
-	bDone := make(chan result, 1)
-	go func() {
-		lease, err := b.Mutex(name).TryLock(ctx)
-		bDone <- result{lease, err}
-	}()
+	bDone := tryLockAsync(ctx, b.Mutex(name))
 	waitFor(t, 5*time.Second, "B's vote on node 1", func() bool { return holderOn(t, cluster, 1, name) != "" })
 
 	first, err := a.Mutex(name).TryLock(ctx)
@@ -155,12 +147,7 @@ func TestFencing_tokensIncreaseWithRequestsLateOnOneLink(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	if err := check.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if check.Len() < grants {
-		t.Fatalf("%d grants, want %d", check.Len(), grants)
-	}
+	requireGrants(t, check, grants)
 }
 
 // A fenced Lock costs two script calls per node: the acquire, which reads

@@ -51,12 +51,7 @@ func TestFencing_tokensIncreaseAcrossAnEmptyRestart(t *testing.T) {
 		}
 	})
 	wg.Wait()
-	if err := check.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if check.Len() < grants {
-		t.Fatalf("%d grants, want %d", check.Len(), grants)
-	}
+	requireGrants(t, check, grants)
 }
 
 func TestFencing_tokenIsZeroWithoutFencing(t *testing.T) {

@@ -50,6 +50,35 @@ func mustUnlock(t *testing.T, lease *redlock.Lease) {
 	}
 }
 
+// tryResult is the outcome of a TryLock run in the background.
+type tryResult struct {
+	lease *redlock.Lease
+	err   error
+}
+
+// tryLockAsync runs m.TryLock in a goroutine; its result comes on the
+// channel, which the test must read before it ends.
+func tryLockAsync(ctx context.Context, m *redlock.Mutex) <-chan tryResult {
+	done := make(chan tryResult, 1)
+	go func() {
+		lease, err := m.TryLock(ctx)
+		done <- tryResult{lease, err}
+	}()
+	return done
+}
+
+// requireGrants fails t unless check found no violation in at least
+// grants grants.
+func requireGrants(t *testing.T, check *checker.Checker, grants int) {
+	t.Helper()
+	if err := check.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if check.Len() < grants {
+		t.Fatalf("%d grants, want %d", check.Len(), grants)
+	}
+}
+
 // record is what a holder reports to the checker when it lets go.
 func record(c *checker.Checker, name string, lease *redlock.Lease, acquired time.Time) {
 	released := time.Now()

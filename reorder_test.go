@@ -64,15 +64,7 @@ func TestFencing_delayedVoteAfterThePreviousLeaseEnded_tokenStillIncreases(t *te
 	t.Cleanup(func() { _ = a.Close() })
 	t.Cleanup(release) // before the Clients close
 
-	type result struct {
-		lease *redlock.Lease
-		err   error
-	}
-	bDone := make(chan result, 1)
-	go func() {
-		lease, err := b.Mutex(name).TryLock(ctx)
-		bDone <- result{lease, err}
-	}()
+	bDone := tryLockAsync(ctx, b.Mutex(name))
 	waitFor(t, 5*time.Second, "B's votes on X and V", func() bool {
 		return holderOn(t, cluster, 1, name) != "" && holderOn(t, cluster, 2, name) != ""
 	})

@@ -58,15 +58,9 @@ func (e *Election) Name() string { return e.name }
 
 // Campaign implements redlock.Election.Campaign, which documents it.
 func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
-	if e.err != nil {
-		return nil, e.err
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", core.ErrConfig)
-	}
 	c := e.client
-	if !c.Begin() {
-		return nil, core.ErrClosed
+	if err := c.BeginCall(ctx, e.err); err != nil {
+		return nil, err
 	}
 	defer c.End()
 	lease, err := e.mutex.acquire(reentrant.WithOwner(ctx, reentrant.NewID()), true)
@@ -151,15 +145,9 @@ func (e *Election) publish(ctx context.Context, lease *leases.Held, record node.
 
 // Leader implements redlock.Election.Leader, which documents it.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
-	if e.err != nil {
-		return Leader{}, e.err
-	}
-	if ctx == nil {
-		return Leader{}, fmt.Errorf("%w: nil context", core.ErrConfig)
-	}
 	c := e.client
-	if !c.Begin() {
-		return Leader{}, core.ErrClosed
+	if err := c.BeginCall(ctx, e.err); err != nil {
+		return Leader{}, err
 	}
 	defer c.End()
 	// The lock and the records are read at once: two rounds, one wait.

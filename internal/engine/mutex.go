@@ -106,15 +106,9 @@ func (k *lockCall) undoing(done <-chan struct{}) {
 }
 
 func (m *Mutex) acquire(ctx context.Context, wait bool) (*leases.Held, error) {
-	if m.err != nil {
-		return nil, m.err
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", core.ErrConfig)
-	}
 	c := m.client
-	if !c.Begin() {
-		return nil, core.ErrClosed
+	if err := c.BeginCall(ctx, m.err); err != nil {
+		return nil, err
 	}
 	defer c.End()
 	began := time.Now()

@@ -88,15 +88,9 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 }
 
 func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
-	if s.err != nil {
-		return nil, s.err
-	}
-	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", core.ErrConfig)
-	}
 	c := s.client
-	if !c.Begin() {
-		return nil, core.ErrClosed
+	if err := c.BeginCall(ctx, s.err); err != nil {
+		return nil, err
 	}
 	defer c.End()
 	s.addUser()

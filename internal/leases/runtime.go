@@ -3,6 +3,7 @@ package leases
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -71,6 +72,21 @@ func (c *Runtime) Begin() bool {
 }
 
 func (c *Runtime) End() { c.active.Done() }
+
+// BeginCall is the entry of every API call: invalid (the caller's
+// configuration error, if any), a nil ctx, or a closed Client refuse it;
+// otherwise it is counted as Begin counts it, and matched by End.
+func (c *Runtime) BeginCall(ctx context.Context, invalid error) error {
+	switch {
+	case invalid != nil:
+		return invalid
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", core.ErrConfig)
+	case !c.Begin():
+		return core.ErrClosed
+	}
+	return nil
+}
 
 // NodeError wraps a node's failure and tells the observer.
 func (c *Runtime) NodeError(s *core.Settings, index int, err error) *core.NodeError {
