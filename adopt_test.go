@@ -15,8 +15,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// waitQueuedOnAll waits until name's queue is n long on every node.
-func waitQueuedOnAll(t *testing.T, cluster *redistest.Cluster, name string, n int) {
+// waitQueued waits until name's queue is n long on every node: a waiter
+// queued on one node only may not yet be queued on the others.
+func waitQueued(t *testing.T, cluster *redistest.Cluster, name string, n int) {
 	t.Helper()
 	waitFor(t, 5*time.Second, fmt.Sprintf("%d queued waiters on every node", n), func() bool {
 		for i := range cluster.Nodes {
@@ -100,7 +101,7 @@ func adoptionWith(t *testing.T, ctx context.Context, cluster *redistest.Cluster,
 		}
 		got <- r
 	}()
-	waitQueuedOnAll(t, cluster, name, 1)
+	waitQueued(t, cluster, name, 1)
 	time.Sleep(50 * time.Millisecond) // the subscription confirmed
 	mustUnlock(t, held)
 	r := <-got
@@ -326,12 +327,12 @@ func TestHandoff_adoptedLeaseKeepsTheNodesWhoseNoticesComeLate(t *testing.T) {
 		lease, err := waiter.Mutex(name).Lock(ctx)
 		adopted <- result{lease, err}
 	}()
-	waitQueuedOnAll(t, cluster, name, 1)
+	waitQueued(t, cluster, name, 1)
 	go func() {
 		lease, err := next.Mutex(name).Lock(ctx)
 		after <- result{lease, err}
 	}()
-	waitQueuedOnAll(t, cluster, name, 2)
+	waitQueued(t, cluster, name, 2)
 	time.Sleep(50 * time.Millisecond) // the subscriptions confirmed
 	// Node 2's notice reaches the waiter 1 ms after the others': the
 	// waiter takes the lease from nodes 0 and 1.

@@ -3,7 +3,6 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -24,14 +23,6 @@ func queueOf(t *testing.T, cluster *redistest.Cluster, i int, name string) []str
 		t.Fatal(err)
 	}
 	return members
-}
-
-// waitQueued waits until name's queue on node 0 is n long.
-func waitQueued(t *testing.T, cluster *redistest.Cluster, name string, n int) {
-	t.Helper()
-	waitFor(t, 5*time.Second, fmt.Sprintf("%d queued waiters", n), func() bool {
-		return len(queueOf(t, cluster, 0, name)) == n
-	})
 }
 
 func TestFair_grantsInArrivalOrder(t *testing.T) {
