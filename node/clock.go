@@ -166,20 +166,7 @@ func (c *clock) observe(s sample, checks []ClockCheck) []error {
 		c.ring, c.last, c.best = c.ring[:0], sample{}, sample{}
 	}
 	c.keepBest(s)
-	compared, proven := false, 0.0
-	compare := func(earlier sample) {
-		if earlier.got.IsZero() {
-			return
-		}
-		compared = true
-		if span := s.got.Sub(earlier.sent); span > 0 {
-			proven = max(proven, float64(s.node.Sub(earlier.node)-clockResolution)/float64(span))
-		}
-	}
-	for _, earlier := range c.ring {
-		compare(earlier)
-	}
-	compare(c.last)
+	proven, compared := c.provenRate(s)
 	now := s.got
 	bad := false
 	for rate := range c.found {
@@ -207,6 +194,25 @@ func (c *clock) observe(s sample, checks []ClockCheck) []error {
 		}
 	}
 	return verdicts
+}
+
+// provenRate is the fastest rate of the node's clock against ours that s
+// proves over the readings kept; compared is false when none is kept.
+func (c *clock) provenRate(s sample) (proven float64, compared bool) {
+	for i := 0; i <= len(c.ring); i++ {
+		earlier := c.last
+		if i < len(c.ring) {
+			earlier = c.ring[i]
+		}
+		if earlier.got.IsZero() {
+			continue
+		}
+		compared = true
+		if span := s.got.Sub(earlier.sent); span > 0 {
+			proven = max(proven, float64(s.node.Sub(earlier.node)-clockResolution)/float64(span))
+		}
+	}
+	return proven, compared
 }
 
 // keep makes s the latest reading, and adds it to the ring when it is

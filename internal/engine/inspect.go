@@ -77,17 +77,7 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 // inspect is Inspect of m.
 func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 	c := m.client
-	info := LockInfo{Name: m.LockName, Nodes: make([]NodeInfo, len(c.Nodes))}
-	keys := m.Keys.Node()
-	m.eachNode(ctx, make([]error, len(c.Nodes)), func(ctx context.Context, i int, n *node.Node) error {
-		view, err := n.Inspect(ctx, keys)
-		info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Err: err}
-		if err == nil {
-			info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Owner: view.Holder, Holds: int(view.Holds),
-				Handed: view.Handed, PTTL: view.PTTL, Waiting: int(view.Waiting), Fence: view.Fence}
-		}
-		return err
-	})
+	info := m.readNodes(ctx)
 	need := m.Settings.QuorumOf(len(c.Nodes))
 	answered, holders := 0, make(map[string]int)
 	var nodeErrs []error
@@ -114,26 +104,49 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 		}
 	}
 	if info.Held {
-		var pttls []time.Duration
-		for _, n := range info.Nodes {
-			if n.Err != nil || n.Owner != info.Owner || (n.Holds == 0 && !n.Handed) {
-				continue
-			}
-			// A handed lock is one hold: the lease the waiter takes from
-			// the notices (until its first renewal makes it a hold).
-			if holds := max(n.Holds, 1); info.Holds == 0 || holds < info.Holds {
-				info.Holds = holds
-			}
-			pttls = append(pttls, n.PTTL)
-		}
-		// How long a quorum still holds it: the need-th longest PTTL (a key
-		// without expiry, -1 ms, counts as the longest).
-		slices.SortFunc(pttls, func(a, b time.Duration) int {
-			return cmp.Compare(forever(b), forever(a))
-		})
-		info.PTTL = pttls[need-1]
+		quorumHold(&info, need)
 	}
 	return info, nil
+}
+
+// readNodes reads the lock's state on every node, an error for each node
+// that did not answer.
+func (m *Mutex) readNodes(ctx context.Context) LockInfo {
+	c := m.client
+	info := LockInfo{Name: m.LockName, Nodes: make([]NodeInfo, len(c.Nodes))}
+	keys := m.Keys.Node()
+	m.eachNode(ctx, make([]error, len(c.Nodes)), func(ctx context.Context, i int, n *node.Node) error {
+		view, err := n.Inspect(ctx, keys)
+		info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Err: err}
+		if err == nil {
+			info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Owner: view.Holder, Holds: int(view.Holds),
+				Handed: view.Handed, PTTL: view.PTTL, Waiting: int(view.Waiting), Fence: view.Fence}
+		}
+		return err
+	})
+	return info
+}
+
+// quorumHold sets the holds and PTTL of info's owner as a quorum of need
+// nodes has them: the fewest holds, and the need-th longest PTTL.
+func quorumHold(info *LockInfo, need int) {
+	var pttls []time.Duration
+	for _, n := range info.Nodes {
+		if n.Err != nil || n.Owner != info.Owner || (n.Holds == 0 && !n.Handed) {
+			continue
+		}
+		// A handed lock is one hold: the lease the waiter takes from
+		// the notices (until its first renewal makes it a hold).
+		if holds := max(n.Holds, 1); info.Holds == 0 || holds < info.Holds {
+			info.Holds = holds
+		}
+		pttls = append(pttls, n.PTTL)
+	}
+	// A key without expiry (-1 ms) counts as the longest.
+	slices.SortFunc(pttls, func(a, b time.Duration) int {
+		return cmp.Compare(forever(b), forever(a))
+	})
+	info.PTTL = pttls[need-1]
 }
 
 // ForceUnlock implements redlock.Client.ForceUnlock, which documents it.
