@@ -181,6 +181,16 @@ check fencing-expiry            fencing.pml pass -DEXPIRY                   smal
 check neg-fencing-no-validity-check fencing.pml fail -DEXPIRY -DNOVALID     small: -DEXPIRY -DNOVALID
 check neg-fencing-at-vote-time  fencing.pml fail -DOLDFENCE                 small: -DMAXCLOCK=0
 check neg-fencing-no-clock-term fencing.pml fail -DVOTEREAD -DCRASH -DNOCLOCK -DMAXCLOCK=1
+# ... with node 2's clock five TTLs ahead or behind: the clock term is the
+# highest reading capped at the lower median (fencing.go clockTerm).
+# VOTEREAD (fencing-clock-ahead-restart-empty, small): every Lock reads
+# with its votes; the read-round path is left to the full tier.
+check fencing-clock-ahead       fencing.pml pass -DAHEAD -DINFLATION        small: -DMAXCLOCK=0
+check neg-fencing-max-clock-ahead fencing.pml fail -DAHEAD -DINFLATION -DPLAINMAX small: -DMAXCLOCK=0
+check fencing-clock-ahead-restart-empty fencing.pml pass -DAHEAD -DINFLATION -DCRASH -DMAXCLOCK=1 small: -DVOTEREAD
+check neg-fencing-max-clock-ahead-restart fencing.pml fail -DVOTEREAD -DAHEAD -DPLAINMAX -DCRASH -DMAXCLOCK=1
+check fencing-clock-behind      fencing.pml pass -DBEHIND -DINFLATION       small: -DMAXCLOCK=0
+check neg-fencing-clock-behind-restart fencing.pml fail -DVOTEREAD -DBEHIND -DCRASH -DMAXCLOCK=1
 # The lock (lock.pml).
 check lock                      lock.pml pass                               small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
 check lock-restart-after-ttl    lock.pml pass -DCRASH                       small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1 -O2

@@ -12,7 +12,9 @@
  *
  * The scheme (two rounds): each granting node answers its counter and its
  * clock with its vote (acquire.lua); the token is the highest counter + 1,
- * or the highest clock term if higher, over the granting quorum's answers;
+ * or the clock term if higher, over the granting quorum's answers: the
+ * highest clock reading, capped at the lower median reading plus the
+ * attempt's elapsed time (fencing.go clockTerm);
  * then one write-back round: a node raises its counter to the token (never
  * lowers it) only while this hold still holds the lock there (fence.lua
  * with the hold), and Lock returns once a quorum accepted it. Until the
@@ -44,11 +46,23 @@
  *             node down at a time.
  *   NOCLOCK   the token without its clock term (highest counter + 1 only).
  *             With CRASH it must fail.
+ *   AHEAD     node 2's clock reads FAR (five TTLs) ahead of the others'.
+ *   BEHIND    node 2's clock reads FAR behind the others'. With CRASH it
+ *             must fail: from two answers a clock behind cannot be told
+ *             from one ahead, and the lower is taken (docs/safety.md).
+ *   PLAINMAX  the clock term is the highest reading, uncapped (the rule
+ *             before the cap). With AHEAD and CRASH it must fail.
+ *   INFLATION also assert that a granted token is below the correct
+ *             clocks' reading + MAXCLOCK + 1 ticks (the longest attempt,
+ *             and the tick); with AHEAD and PLAINMAX it must fail.
  *
  * Time: a clock ticks (Tick); a TTL and the validity window are one tick.
- * Every node reads the same clock: skew is not modelled (docs/safety.md states
- * the assumption: node clocks within TTL/2 of true time). The token's
- * clock term is clock * K, K larger than any counter one tick can reach.
+ * A node's clock term is clock * K (+ its skew under AHEAD or BEHIND), K
+ * larger than any counter one tick can reach. Skew below a tick is not
+ * modelled (docs/safety.md states the assumption: correct clocks within
+ * TTL/2 of true time). A granted Lock's readings all lie in its start's
+ * tick, so the cap's elapsed term is 0 for it: its role across a slow
+ * round is argued in docs/safety.md, not checked here.
  */
 #define N 3
 #define Q 2
@@ -75,6 +89,22 @@ byte until[N];
 #define DUP(i)
 #endif
 byte clock;
+
+/* node i's clock reading; BASE is the correct clocks' offset (nonzero
+ * under BEHIND, so that node 2 reads FAR behind them without going below
+ * zero) */
+#define FAR (5 * K)
+#if defined(AHEAD)
+#define SKEW(i) (i == 2 -> FAR : 0)
+#define BASE 0
+#elif defined(BEHIND)
+#define SKEW(i) (i == 2 -> 0 : FAR)
+#define BASE FAR
+#else
+#define SKEW(i) 0
+#define BASE 0
+#endif
+#define READING(i) (clock * K + SKEW(i))
 #ifdef CRASH
 byte downSince;
 bool crashed;
@@ -118,13 +148,31 @@ proctype Crash() {
 }
 #endif
 
-/* the clock term of a token read at node i (NOCLOCK: none) */
-#ifdef NOCLOCK
-#define CLOCKTERM skip
-#else
-#define CLOCKTERM if :: clock * K > best -> best = clock * K :: else -> skip fi
-#endif
+/* a clock read at node i: kept as the highest (top1) or second highest
+ * (top2) reading so far; of two or three answers the second highest is
+ * the lower median */
+#define NOTE(i) if \
+	:: READING(i) > top1 -> top2 = top1; top1 = READING(i) \
+	:: READING(i) <= top1 && READING(i) > top2 -> top2 = READING(i) \
+	:: else -> skip \
+	fi
 #define COUNTERTERM(i) if :: counter[i] + 1 > best -> best = counter[i] + 1 :: else -> skip fi
+
+/* the clock term, taken into best when the token is made (NOCLOCK: none;
+ * PLAINMAX: the highest reading; else capped at the lower median plus the
+ * ticks since the attempt began) */
+#define CAP (top2 + (clock - start[me]) * K)
+#if defined(NOCLOCK)
+#define CLOCKTERM skip
+#elif defined(PLAINMAX)
+#define CLOCKTERM if :: top1 > best -> best = top1 :: else -> skip fi
+#else
+#define CLOCKTERM if \
+	:: top1 <= CAP && top1 > best -> best = top1 \
+	:: top1 > CAP && CAP > best -> best = CAP \
+	:: else -> skip \
+	fi
+#endif
 
 /* acquire.lua on node i, its answer counted in the grant quorum; with it
  * the counter and the clock, unless the client reads them in a round of
@@ -136,7 +184,7 @@ proctype Crash() {
 #else
 #define VOTE(i) :: atomic { !voted[i] && up[i] && lockOf[i] == 0 -> \
 	lockOf[i] = me; STAMP(i) voted[i] = true; votes++; \
-	if :: !readRound -> COUNTERTERM(i); CLOCKTERM :: else -> skip fi }
+	if :: !readRound -> COUNTERTERM(i); NOTE(i) :: else -> skip fi }
 #endif
 
 /* acquire.lua on node i landing after the grant quorum: the key taken,
@@ -151,7 +199,7 @@ proctype Crash() {
 
 /* fence_read.lua on node i: counter and clock (the read round) */
 #define READ(i) :: atomic { !asked[i] && up[i] -> asked[i] = true; read++; \
-	COUNTERTERM(i); CLOCKTERM }
+	COUNTERTERM(i); NOTE(i) }
 
 /* fence_held.lua on node i: raise, never lower; accepted only while this
  * client's hold holds the lock there (not so in the variants that write
@@ -167,8 +215,17 @@ proctype Crash() {
 #define WRITE(i) :: atomic { !wrote[i] && up[i] && OWNS(i) -> wrote[i] = true; written++; \
 	if :: counter[i] < best -> counter[i] = best :: else -> skip fi }
 
+/* INFLATION: the token just granted (best) is not carried by a clock
+ * ahead: below the correct clocks' reading + the longest attempt + a tick */
+#ifdef INFLATION
+#define NOTINFLATED assert(best - BASE < (clock + 1 + MAXCLOCK) * K)
+#else
+#define NOTINFLATED skip
+#endif
+
 proctype Client(byte me) {
 	byte votes, read, written, best;
+	byte top1, top2;  /* the highest clock readings answered */
 	bool voted[N], asked[N], wrote[N];
 	bool readRound;   /* this Lock reads the counters in a round of their own */
 
@@ -199,7 +256,8 @@ proctype Client(byte me) {
 		od
 	:: else -> skip
 	fi;
-	token[me] = best;
+	/* the token; the readings are not needed after it */
+	atomic { CLOCKTERM; token[me] = best; top1 = 0; top2 = 0 };
 	do
 	WRITE(0)
 	WRITE(1)
@@ -216,9 +274,9 @@ proctype Client(byte me) {
 	atomic {
 		if
 #ifdef NOVALID
-		:: true -> granted[me] = true; Check(me, 3 - me)
+		:: true -> granted[me] = true; NOTINFLATED; Check(me, 3 - me)
 #else
-		:: clock < start[me] + VALID -> granted[me] = true; Check(me, 3 - me)
+		:: clock < start[me] + VALID -> granted[me] = true; NOTINFLATED; Check(me, 3 - me)
 #endif
 		:: else -> skip
 		fi

@@ -3,6 +3,7 @@ package leases
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/quorumlock/redlock/internal/core"
@@ -12,11 +13,11 @@ import (
 
 // Fence gives a new grant its fencing token; granted are the acquire
 // round's replies. The token is the highest counter + 1 over the grants'
-// answers (or the highest clock reading in microseconds, if higher),
-// written back to a quorum only while this lease's hold still holds the
-// lock there (node.RaiseHeldFence). Where fewer than a quorum of grants
-// carry counters (a lease adopted from the handoff notices), it reads them
-// first in a round of its own (node.ReadFence). Why tokens increase, and
+// answers, or their clock term (clockTerm) if that is higher, written
+// back to a quorum only while this lease's hold still holds the lock there
+// (node.RaiseHeldFence). Where fewer than a quorum of grants carry
+// counters (a lease adopted from the handoff notices), it reads them first
+// in a round of its own (node.ReadFence). Why tokens increase, and
 // what each step guards against: docs/safety.md, "Why fencing tokens
 // increase".
 func (l *Held) Fence(ctx context.Context, granted []quorum.Reply[node.Acquired]) error {
@@ -93,7 +94,7 @@ func (l *Held) raiseHeld(ctx context.Context, i int, token uint64) quorum.Reply[
 func (l *Held) writeBack(ctx context.Context, fences []node.Fence) error {
 	m, c := l.Target, l.Target.Runtime
 	need := m.Settings.QuorumOf(len(c.Nodes))
-	token, err := nextToken(fences)
+	token, err := nextToken(fences, time.Since(l.acquired))
 	if err != nil {
 		return err
 	}
@@ -113,18 +114,36 @@ func (l *Held) writeBack(ctx context.Context, fences []node.Fence) error {
 	return nil
 }
 
-// nextToken is the token after the counters and clocks a quorum answered:
-// above every counter, and at least every clock in microseconds.
-func nextToken(fences []node.Fence) (uint64, error) {
+// nextToken is the token after the counters and clocks a quorum answered,
+// elapsed after the attempt started: above every counter, and at least
+// the clock term.
+func nextToken(fences []node.Fence, elapsed time.Duration) (uint64, error) {
 	var token uint64
 	for _, fence := range fences {
 		if fence.Counter >= node.MaxToken {
 			return 0, fmt.Errorf("%w: fencing counter %d is at its limit", core.ErrNotAcquired, fence.Counter)
 		}
 		token = max(token, fence.Counter+1)
-		if micros := fence.Clock.UnixMicro(); micros > 0 {
-			token = max(token, uint64(micros))
-		}
 	}
-	return token, nil
+	return max(token, clockTerm(fences, elapsed)), nil
+}
+
+// clockTerm is the highest clock reading in microseconds, capped at the
+// lower median reading plus elapsed (rounded up). Every reading was taken
+// after the attempt started, so correct clocks read at most elapsed apart
+// (skew aside): one above the cap is a clock ahead, which must not carry
+// every later token, and a minority of clocks off cannot move the median.
+// Why: docs/safety.md, "Why fencing tokens increase".
+func clockTerm(fences []node.Fence, elapsed time.Duration) uint64 {
+	if len(fences) == 0 {
+		return 0
+	}
+	readings := make([]uint64, len(fences))
+	for i, fence := range fences {
+		readings[i] = uint64(max(fence.Clock.UnixMicro(), 0))
+	}
+	slices.Sort(readings)
+	median := readings[(len(readings)-1)/2]
+	spread := uint64(max(elapsed, 0)+time.Microsecond-1) / uint64(time.Microsecond)
+	return min(readings[len(readings)-1], median+spread)
 }
