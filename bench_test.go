@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,9 +26,33 @@ func BenchmarkLockUnlock(b *testing.B) {
 				b.Fatal(err)
 			}
 			m := c.Mutex("bench")
+			before := redisCPU(b, cluster)
 			lockUnlock(b, m)
+			b.ReportMetric(float64((redisCPU(b, cluster)-before).Microseconds())/float64(b.N), "redis-cpu-µs/op")
 		})
 	}
+}
+
+// redisCPU is the CPU time (INFO cpu, user + sys) every node has used.
+func redisCPU(b *testing.B, cluster *redistest.Cluster) time.Duration {
+	var total time.Duration
+	for i := range cluster.Nodes {
+		info, err := cluster.Admin(b, i).Info(context.Background(), "cpu").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, line := range strings.Split(info, "\n") {
+			name, value, _ := strings.Cut(strings.TrimSpace(line), ":")
+			if name == "used_cpu_user" || name == "used_cpu_sys" {
+				seconds, err := strconv.ParseFloat(value, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				total += time.Duration(seconds * float64(time.Second))
+			}
+		}
+	}
+	return total
 }
 
 // BenchmarkLockUnlock_fencing is BenchmarkLockUnlock at N=5 with and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/node"
 )
 
 // Defaults. Given to New, options replace them for every Mutex of the
@@ -57,13 +58,39 @@ type Option = core.Option
 
 // WithRestartGuard sets d, how long a node that may have forgotten a lease
 // does not vote: d after its start when it restarted without an
-// append-only file, after a flush when it lost its marker (see
-// docs/restart-guard.md). d must be at least the longest TTL of any lease
-// on the same names. The default is the longest TTL this Client has used
-// when the Mutex is made; 0 turns the guard off. A node started less than
-// d ago votes at once only when declared new (`redlock init`).
+// append-only file, after a flush or a failover seen (see
+// docs/restart-guard.md). d must be at least the TTL (else ErrConfig) and
+// should be the longest TTL of any lease on the same names; each node
+// records the longest d asked of it and uses that. The default is the
+// longest TTL this Client has used when the Mutex is made; 0 turns the
+// guard off. A node started less than d ago votes
+// at once only when declared new (`redlock init`).
 func WithRestartGuard(d time.Duration) Option {
 	return core.WithRestartGuard(d)
+}
+
+// Risk is an assumption the restart guard cannot check on a node. By
+// default such a node refuses to vote, naming the remedy; see
+// WithAcceptedRisks.
+type Risk = node.Risk
+
+const (
+	// RiskNoInfo: the lock's user may not run INFO (an ACL without +info).
+	// Accepted, the node trusts its marker: a restart from a snapshot or a
+	// failover to a replica that missed a grant is not seen.
+	RiskNoInfo = node.RiskNoInfo
+	// RiskEviction: the node has maxmemory and an evicting policy
+	// (volatile-*, allkeys-*), which may evict a lock key while the
+	// marker stays. Accepted, the node votes all the same.
+	RiskEviction = node.RiskEviction
+)
+
+// WithAcceptedRisks lets nodes vote where the restart guard cannot see a
+// loss, for a user who accepts that such a loss can grant a lock twice.
+// The default accepts none: Lock fails at once (ErrQuarantined, and
+// ErrNoQuorum when no quorum can vote) with the cause and its remedy.
+func WithAcceptedRisks(risks ...Risk) Option {
+	return core.WithAcceptedRisks(risks...)
 }
 
 // WithClockCheck turns the check of the nodes' clock rates on or off

@@ -37,7 +37,7 @@ type Fence struct {
 // *Quarantine: its counter may be behind.
 func (n *Node) ReadFence(ctx context.Context, keys Keys) (Fence, error) {
 	used := []string{keys.Fence, n.markerKey(keys)}
-	reply, err := n.run(ctx, fenceReadScript, keys.Clock, used, milliseconds(keys.Guard)).Result()
+	reply, err := n.run(ctx, fenceReadScript, keys.Clock, used, n.guardArg(keys)).Result()
 	if err != nil {
 		return Fence{}, conflicting(quarantined(err), used...)
 	}

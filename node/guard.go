@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -25,11 +26,89 @@ var ErrQuarantined = errors.New("quarantined")
 const (
 	WhyNew       = "new"       // no marker; the process started at Since and dropped nothing since
 	WhyRestarted = "restarted" // marker kept, but restarted at Since without an append-only file
-	WhyFlushed   = "flushed"   // no marker after a flush, swap, eviction, DEBUG, REPLICAOF or CONFIG RESETSTAT
+	WhyFlushed   = "flushed"   // no marker after a flush, swap, eviction or DEBUG
+	WhyFailover  = "failover"  // promoted (REPLICAOF, FAILOVER) since it started, seen at Since
 	WhyUnknown   = "unknown"   // no marker, and INFO is refused (ACL or rename): cannot tell
 	WhyCluster   = "cluster"   // a Redis Cluster node without its slot's marker: the slot may have moved
 	WhyLost      = "lost"      // a marker made by an older version
 )
+
+// Risk is an assumption the restart guard cannot check on a node, so that
+// the node refuses to vote (an *Unguarded) unless the user accepts it.
+type Risk uint8
+
+const (
+	// RiskNoInfo: the lock's user may not run INFO. The guard then cannot
+	// see a restart from a snapshot or a failover, only a missing marker.
+	RiskNoInfo Risk = 1 << iota
+	// RiskEviction: maxmemory with an evicting policy, which may evict a
+	// lock key while the marker (no TTL) stays.
+	RiskEviction
+
+	allRisks = RiskNoInfo | RiskEviction
+)
+
+// guardArg is the guard's argument to a script: "<ms>[:<letters>]", a
+// letter per risk accepted, and "a" when the node was seen to fsync its
+// append-only file on every write (see checkFsync).
+func (n *Node) guardArg(k Keys) string {
+	ms := milliseconds(k.Guard)
+	fsync := n.fsyncAlways.Load()
+	if k.Risks&allRisks == 0 && !fsync {
+		return ms
+	}
+	letters := []byte(ms + ":")
+	if fsync {
+		letters = append(letters, 'a')
+	}
+	if k.Risks&RiskNoInfo != 0 {
+		letters = append(letters, 'i')
+	}
+	if k.Risks&RiskEviction != 0 {
+		letters = append(letters, 'e')
+	}
+	return string(letters)
+}
+
+// checkFsync reads the node's appendfsync where the user may (CONFIG GET):
+// a restart with an append-only file votes at once only when it is fsynced
+// on every write, which scripts cannot read.
+func (n *Node) checkFsync(ctx context.Context) {
+	if n.cluster {
+		return
+	}
+	pipe := n.client.Pipeline()
+	get := pipe.ConfigGet(ctx, "appendfsync")
+	if _, err := pipe.Exec(ctx); err == nil {
+		n.fsyncAlways.Store(get.Val()["appendfsync"] == "always")
+	}
+}
+
+// ErrUnguarded marks a node that does not vote because the restart guard
+// cannot see whether it lost a lease; it matches ErrQuarantined too.
+// Trying again does not help until the node or the user's ACL changes.
+var ErrUnguarded = errors.New("unguarded")
+
+// Unguarded is a node's refusal to vote, by the restart guard, for what it
+// cannot see; it names the remedy.
+type Unguarded struct {
+	Why    string // "noinfo" or "evicts"
+	Policy string // the node's maxmemory-policy, with "evicts"
+}
+
+func (u *Unguarded) Error() string {
+	if u.Why == "evicts" {
+		return fmt.Sprintf("unguarded: maxmemory-policy %s may evict a lock key while the node's marker stays, "+
+			"granting the lock again; set maxmemory-policy noeviction (or maxmemory 0), "+
+			"or accept the risk with WithAcceptedRisks(RiskEviction)", u.Policy)
+	}
+	return "unguarded: the lock's user may not run INFO (an ACL or a renamed command), so a restart or a failover " +
+		"cannot be seen; grant it +info (ACL SETUSER <user> +info), or accept the risk with WithAcceptedRisks(RiskNoInfo)"
+}
+
+func (u *Unguarded) Is(target error) bool { return target == ErrUnguarded || target == ErrQuarantined }
+
+const unguardedPrefix = "UNGUARDED "
 
 // Quarantine is a node's refusal to vote; it matches ErrQuarantined.
 type Quarantine struct {
@@ -39,26 +118,39 @@ type Quarantine struct {
 	// Left is how long from the reply until the node votes again, as the
 	// node measured it; -1 when the reply did not say.
 	Left time.Duration
+	// Live: other nodes of the same set answered the call (they serve
+	// locks), so this one restarted empty rather than being brand-new.
+	Live bool
 }
 
 func (q *Quarantine) Error() string {
 	at := func(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
 	switch q.Why {
 	case WhyNew:
+		if q.Live {
+			return fmt.Sprintf("quarantined: restarted empty at %s (no marker) while the other nodes serve locks, "+
+				"votes at %s; wait: `redlock init` on a live set would let it grant a lock another owner holds",
+				at(q.Since), at(q.Until))
+		}
 		return fmt.Sprintf("quarantined: new or restarted empty at %s (no marker), votes at %s; "+
-			"a brand-new node that never held a lock votes at once after `redlock init`", at(q.Since), at(q.Until))
+			"a brand-new set of nodes that never held a lock votes at once after `redlock init`", at(q.Since), at(q.Until))
 	case WhyRestarted:
-		return fmt.Sprintf("quarantined: restarted at %s without an append-only file, it may have forgotten leases; "+
-			"votes again at %s (appendonly yes, appendfsync always: votes at once after a restart)", at(q.Since), at(q.Until))
+		return fmt.Sprintf("quarantined: restarted at %s without an append-only file known to be fsynced on every write, "+
+			"it may have forgotten leases; votes again at %s (appendonly yes, appendfsync always, and CONFIG GET allowed "+
+			"to the lock's user: votes at once after a restart)", at(q.Since), at(q.Until))
 	case WhyFlushed:
-		return fmt.Sprintf("quarantined: lost its data at %s (FLUSHALL, FLUSHDB, SWAPDB, eviction, DEBUG, REPLICAOF "+
-			"or CONFIG RESETSTAT since it started), votes again at %s", at(q.Since), at(q.Until))
+		return fmt.Sprintf("quarantined: lost its data at %s (FLUSHALL, FLUSHDB, SWAPDB, eviction or DEBUG "+
+			"since it started), votes again at %s", at(q.Since), at(q.Until))
+	case WhyFailover:
+		return fmt.Sprintf("quarantined: became a primary (REPLICAOF, FAILOVER, or CONFIG RESETSTAT hiding them) "+
+			"since it started, seen at %s: it may lack writes its old primary acknowledged; votes again at %s",
+			at(q.Since), at(q.Until))
 	case WhyCluster:
 		return fmt.Sprintf("quarantined: a Redis Cluster node without its slot's marker at %s (the slot's data may have "+
 			"moved or failed over), votes again at %s", at(q.Since), at(q.Until))
 	case WhyUnknown:
 		return fmt.Sprintf("quarantined: its marker was missing at %s and INFO is refused (ACL or rename), so it cannot "+
-			"tell why; votes again at %s (allow INFO and LASTSAVE to the lock's user)", at(q.Since), at(q.Until))
+			"tell why; votes again at %s (allow INFO to the lock's user)", at(q.Since), at(q.Until))
 	}
 	return fmt.Sprintf("quarantined: lost its data (or is new) at %s, votes again at %s", at(q.Since), at(q.Until))
 }
@@ -71,6 +163,9 @@ const quarantinePrefix = "QUARANTINED "
 // [left]]" into a *Quarantine; other errors pass unchanged.
 func quarantined(err error) error {
 	var redisErr redis.Error
+	if errors.As(err, &redisErr) && strings.HasPrefix(redisErr.Error(), unguardedPrefix) {
+		return unguarded(err, strings.Fields(strings.TrimPrefix(redisErr.Error(), unguardedPrefix)))
+	}
 	if !errors.As(err, &redisErr) || !strings.HasPrefix(redisErr.Error(), quarantinePrefix) {
 		return err
 	}
@@ -100,9 +195,19 @@ func quarantined(err error) error {
 	return q
 }
 
+func unguarded(err error, fields []string) error {
+	switch {
+	case len(fields) == 1 && fields[0] == "noinfo":
+		return &Unguarded{Why: "noinfo"}
+	case len(fields) == 2 && fields[0] == "evicts":
+		return &Unguarded{Why: "evicts", Policy: fields[1]}
+	}
+	return fmt.Errorf("%w: %v", ErrBadReply, err)
+}
+
 func knownWhy(why string) bool {
 	switch why {
-	case WhyNew, WhyRestarted, WhyFlushed, WhyUnknown, WhyCluster, WhyLost:
+	case WhyNew, WhyRestarted, WhyFlushed, WhyFailover, WhyUnknown, WhyCluster, WhyLost:
 		return true
 	}
 	return false

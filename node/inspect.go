@@ -71,7 +71,7 @@ type Forced struct {
 func (n *Node) ForceRelease(ctx context.Context, keys Keys, tombstone, window time.Duration, notice string) (Forced, error) {
 	used := append(keys.queued(), keys.Fence, n.markerKey(keys))
 	reply, err := n.run(ctx, forceScript, ClockCheck{}, used,
-		tombstoneMilliseconds(tombstone), milliseconds(window), notice, milliseconds(keys.Guard)).Result()
+		tombstoneMilliseconds(tombstone), milliseconds(window), notice, n.guardArg(keys)).Result()
 	if err != nil {
 		return Forced{}, conflicting(err, used...)
 	}

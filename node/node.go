@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -66,6 +67,8 @@ type Node struct {
 	client  Client
 	cluster bool // a Redis Cluster: one marker per slot (see markerKey)
 	calls   *batcher
+	// fsyncAlways: the node's appendfsync was "always" when last read.
+	fsyncAlways atomic.Bool
 }
 
 // New wraps client as the node at position index.
@@ -121,6 +124,8 @@ type Keys struct {
 	// guard is off).
 	Marker string
 	Guard  time.Duration
+	// Risks the guard takes on trust where it cannot check (see Risk).
+	Risks Risk
 	// Clock is the clock check of the calls that vote (see ClockCheck).
 	Clock ClockCheck
 	// Readers is the channel of a read-write lock's waiting readers, told
@@ -162,7 +167,7 @@ type Acquired struct {
 func (n *Node) Acquire(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration) (Acquired, error) {
 	used := keys.withFence([]string{keys.Lock, keys.Gone, n.markerKey(keys)})
 	reply, err := n.calls.run(ctx, order, acquireScript, keys.Clock, used,
-		owner, hold, milliseconds(ttl), milliseconds(keys.Guard)).Result()
+		owner, hold, milliseconds(ttl), n.guardArg(keys)).Result()
 	if err != nil {
 		return Acquired{}, conflicting(quarantined(err), used...)
 	}
@@ -251,12 +256,12 @@ const (
 func (n *Node) Renew(ctx context.Context, batch []Renewal) ([]Renewed, error) {
 	keys := make([]string, 0, 2*len(batch)+1)
 	args := make([]any, 0, 3*len(batch)+1)
-	var guard time.Duration
+	guard := Keys{Risks: allRisks} // the longest guard, the risks every item accepts
 	var check ClockCheck
 	for _, item := range batch {
 		keys = append(keys, item.Keys.Lock, item.Keys.Gone)
 		args = append(args, item.Owner, item.Hold, milliseconds(item.TTL))
-		guard = max(guard, item.Keys.Guard)
+		guard.Guard, guard.Risks = max(guard.Guard, item.Keys.Guard), guard.Risks&item.Keys.Risks
 		check = check.strictest(item.Keys.Clock)
 	}
 	// Any marker of the node tells whether it lost its data: the first
@@ -264,7 +269,7 @@ func (n *Node) Renew(ctx context.Context, batch []Renewal) ([]Renewed, error) {
 	if len(batch) > 0 {
 		keys = append(keys, n.markerKey(batch[0].Keys))
 	}
-	reply, err := n.run(ctx, renewScript, check, keys, append(args, milliseconds(guard))...).Result()
+	reply, err := n.run(ctx, renewScript, check, keys, append(args, n.guardArg(guard))...).Result()
 	if err != nil {
 		return nil, quarantined(err)
 	}

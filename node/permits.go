@@ -25,7 +25,7 @@ const MaxPermits = 1024
 // that lost its data less than keys.Guard ago answers a *Quarantine.
 func (n *Node) Permits(ctx context.Context, keys Keys, permits int, life time.Duration) (int, error) {
 	used := []string{keys.Lock, n.markerKey(keys)}
-	reply, err := n.run(ctx, permitsScript, ClockCheck{}, used, strconv.Itoa(permits), milliseconds(keys.Guard),
+	reply, err := n.run(ctx, permitsScript, ClockCheck{}, used, strconv.Itoa(permits), n.guardArg(keys),
 		milliseconds(max(life, time.Millisecond))).Result()
 	if err != nil {
 		return 0, conflicting(quarantined(err), used...)

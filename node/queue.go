@@ -81,7 +81,7 @@ func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner
 	args := append([]any{owner, hold, milliseconds(ttl)}, w.args()...)
 	used := keys.withFence(n.handing(keys))
 	reply, err := n.calls.run(ctx, order, acquireQueuedScript, keys.Clock, used,
-		append(args, milliseconds(window), milliseconds(keys.Guard), w.span())...).Result()
+		append(args, milliseconds(window), n.guardArg(keys), w.span())...).Result()
 	if err != nil {
 		return Acquired{}, conflicting(quarantined(err), used...)
 	}
@@ -101,7 +101,7 @@ func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner
 // fate of an acquire (or renewal) of the hold is unknown.
 func (n *Node) Release(ctx context.Context, keys Keys, owner, hold string, tombstone, window time.Duration) (Released, string, error) {
 	reply, err := n.run(ctx, releaseScript, ClockCheck{}, n.handing(keys), owner, hold, milliseconds(window),
-		tombstoneMilliseconds(tombstone), keys.Readers, milliseconds(keys.Guard)).Result()
+		tombstoneMilliseconds(tombstone), keys.Readers, n.guardArg(keys)).Result()
 	if err != nil {
 		return 0, "", err
 	}
@@ -113,7 +113,7 @@ func (n *Node) Release(ctx context.Context, keys Keys, owner, hold string, tombs
 // where the grant had taken it off. When owner heads the queue, the lock
 // is left free for its next attempt.
 func (n *Node) ReleaseKeepingPlace(ctx context.Context, keys Keys, owner, hold string, w Waiter, window time.Duration) (Released, string, error) {
-	args := append([]any{owner, hold, milliseconds(window), "0", keys.Readers, milliseconds(keys.Guard)}, w.args()[:3]...)
+	args := append([]any{owner, hold, milliseconds(window), "0", keys.Readers, n.guardArg(keys)}, w.args()[:3]...)
 	args = append(args, w.span())
 	reply, err := n.run(ctx, releaseScript, ClockCheck{}, n.handing(keys), args...).Result()
 	if err != nil {
@@ -156,7 +156,7 @@ func (n *Node) LeaveAfter(ctx context.Context, keys Keys, owner, hold, notice st
 }
 
 func (n *Node) leave(ctx context.Context, order *Order, keys Keys, notice string, window time.Duration, owner, which string, mode ...any) error {
-	args := append([]any{owner, notice, milliseconds(window), which, milliseconds(keys.Guard)}, mode...)
+	args := append([]any{owner, notice, milliseconds(window), which, n.guardArg(keys)}, mode...)
 	used := []string{keys.Lock, keys.Queue, keys.Alive, keys.Wake, n.markerKey(keys)}
 	reply, err := n.calls.run(ctx, order, leaveScript, ClockCheck{}, used, args...).Result()
 	if err != nil {

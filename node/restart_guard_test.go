@@ -28,6 +28,39 @@ func runID(t *testing.T, admin *redis.Client) string {
 	return ""
 }
 
+// replID is the replication id of the node's data (it changes on a
+// restart and on a promotion).
+func replID(t *testing.T, admin *redis.Client) string {
+	t.Helper()
+	info, err := admin.Info(context.Background(), "replication").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "master_replid:"); ok {
+			return id
+		}
+	}
+	t.Fatalf("no master_replid in INFO replication: %q", info)
+	return ""
+}
+
+// shortenLongest sets the longest guard the marker records to a second,
+// as on a node where no call asked a longer one.
+func shortenLongest(t *testing.T, admin *redis.Client, marker string) {
+	t.Helper()
+	ctx := context.Background()
+	value, err := admin.Get(ctx, marker).Result()
+	fields := strings.Fields(value)
+	if err != nil || len(fields) != 7 {
+		t.Fatalf("marker %q, %v; want seven fields", value, err)
+	}
+	fields[3] = "1000"
+	if err := admin.Set(ctx, marker, strings.Join(fields, " "), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // quarantineOf calls Acquire and returns its *Quarantine, failing the test
 // on any other answer.
 func quarantineOf(t *testing.T, n *node.Node, keys node.Keys, hold string) *node.Quarantine {
@@ -74,7 +107,7 @@ func TestGuard_missingMarkerCountsFromTheStart(t *testing.T) {
 	waitGranted(t, n, keys, q.Until)
 	// The marker names the process that made it: that one needs no more
 	// than the marker's own wait (a restart brings another).
-	if marker, _ := admin.Get(ctx, keys.Marker).Result(); !strings.HasSuffix(marker, " new "+runID(t, admin)) {
+	if marker, _ := admin.Get(ctx, keys.Marker).Result(); !strings.Contains(marker, " new "+replID(t, admin)+" 4000 ") || !strings.HasSuffix(marker, " "+runID(t, admin)) {
 		t.Fatalf("marker %q; want the start, the rule and the process", marker)
 	}
 }
@@ -118,17 +151,21 @@ func TestGuard_nodeUpLongerThanTheGuardVotesAtOnce(t *testing.T) {
 
 // A node restarted from a snapshot keeps its marker, but not the leases
 // granted since the snapshot: it does not vote until its start + guard.
-// With an append-only file fsynced on every write it votes at once.
+// With an append-only file fsynced on every write it votes at once; with
+// one fsynced every second (an OS crash loses that second) it waits.
 func TestGuard_snapshotRestartWaitsAndAOFDoesNot(t *testing.T) {
-	for _, aof := range []bool{false, true} {
+	for _, fsync := range []string{"", "always", "everysec"} {
 		var args []string
-		if aof {
-			args = []string{"--appendonly", "yes", "--appendfsync", "always"}
+		if fsync != "" {
+			args = []string{"--appendonly", "yes", "--appendfsync", fsync}
 		}
 		cluster := redistest.Start(t, 1, args...)
 		n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
 		t.Cleanup(n.Wait)
 		ctx := context.Background()
+		if err := n.Warm(ctx, node.ClockCheck{}); err != nil { // reads appendfsync
+			t.Fatal(err)
+		}
 		admin := cluster.Admin(t, 0)
 		keys := keysOf("redlock:{snap}")
 		keys.Guard = time.Minute
@@ -136,7 +173,7 @@ func TestGuard_snapshotRestartWaitsAndAOFDoesNot(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got, err := n.Acquire(ctx, nil, keys, "a", "h1", time.Minute); err != nil || !got.Granted {
-			t.Fatalf("aof=%v: Acquire by a = %+v, %v", aof, got, err)
+			t.Fatalf("appendfsync %q: Acquire by a = %+v, %v", fsync, got, err)
 		}
 		if err := cluster.Nodes[0].Restart(true); err != nil {
 			t.Fatal(err)
@@ -145,12 +182,12 @@ func TestGuard_snapshotRestartWaitsAndAOFDoesNot(t *testing.T) {
 		got, err := n.Acquire(ctx, nil, keys, "b", "h2", time.Minute)
 		var q *node.Quarantine
 		switch {
-		case !aof && (!errors.As(err, &q) || q.Why != node.WhyRestarted):
-			t.Fatalf("snapshot restart: Acquire by b = %+v, %v; want the restart rule", got, err)
-		case !aof:
+		case fsync != "always" && (!errors.As(err, &q) || q.Why != node.WhyRestarted):
+			t.Fatalf("appendfsync %q: Acquire by b = %+v, %v; want the restart rule", fsync, got, err)
+		case fsync != "always":
 			within(t, "since", q.Since, restarted, 1100*time.Millisecond)
 		case err != nil || got.Granted:
-			t.Fatalf("AOF restart: Acquire by b = %+v, %v; want refused: a holds it", got, err)
+			t.Fatalf("AOF always: Acquire by b = %+v, %v; want refused: a holds it", got, err)
 		}
 	}
 }
@@ -184,8 +221,9 @@ func TestGuard_flushOnALongRunningNodeCountsFromNow(t *testing.T) {
 	}
 }
 
-// A user whose ACL refuses INFO and LASTSAVE: a missing marker counts from
-// now (the node cannot tell why it is missing), as before.
+// A user whose ACL refuses INFO and LASTSAVE: the node refuses to vote,
+// naming the remedy, and writes nothing; with RiskNoInfo accepted a
+// missing marker counts from now (the node cannot tell why it is missing).
 func TestGuard_infoRefusedCountsFromNow(t *testing.T) {
 	_, cluster := oneNode(t)
 	ctx := context.Background()
@@ -202,6 +240,15 @@ func TestGuard_infoRefusedCountsFromNow(t *testing.T) {
 	}
 	keys := keysOf("redlock:{acl}")
 	keys.Guard = time.Minute
+	var blind *node.Unguarded
+	if _, err := n.Acquire(ctx, nil, keys, "o", "h0", time.Minute); !errors.As(err, &blind) || blind.Why != "noinfo" ||
+		!strings.Contains(err.Error(), "+info") || !errors.Is(err, node.ErrQuarantined) {
+		t.Fatalf("Acquire without INFO = %v; want refused, naming the remedy", err)
+	}
+	if exists, err := admin.Exists(ctx, "redlock:node", keys.Lock).Result(); err != nil || exists != 0 {
+		t.Fatalf("%d keys written by a refused call (%v); want none", exists, err)
+	}
+	keys.Risks = node.RiskNoInfo
 	deleted := time.Now()
 	q := quarantineOf(t, n, keys, "h1")
 	if q.Why != node.WhyUnknown || !strings.Contains(q.Error(), "INFO") {
@@ -413,6 +460,7 @@ func TestGuard_nodeThatMayNotVoteHandsNothing(t *testing.T) {
 			}
 			short := released
 			short.Guard = time.Second
+			shortenLongest(t, admin, short.Marker)
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 				got, err := n.AcquireQueued(ctx, nil, short, "w1", "w1.3", time.Minute, fairWaiter(2, time.Minute), window)
 				if errors.Is(err, node.ErrQuarantined) && time.Now().Before(deadline) {

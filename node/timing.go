@@ -70,12 +70,14 @@ func (t *timing) probeTimeout() time.Duration {
 	return max(probeInterval, 4*timeoutRTTs*rtt)
 }
 
-// Warm opens a connection to the node and reads its clock (with check, so
+// Warm opens a connection to the node, reads its appendfsync (see
+// checkFsync) and its clock (with check, so
 // that the first call's answer can be judged at once), ahead of the first
 // call: calls made meanwhile queue behind it and share its connection.
 // A node far away then costs its first Lock a round trip, not the five of
 // a new connection and the clock's first readings.
 func (n *Node) Warm(ctx context.Context, check ClockCheck) error {
+	n.checkFsync(ctx) // first: a call's answer counts once the clock is read
 	return n.calls.run(ctx, nil, probeScript, check, nil).Err()
 }
 

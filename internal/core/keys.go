@@ -15,13 +15,14 @@ type Keys struct {
 	Readers string
 	Marker  string          // the node's marker of complete data (not the lock's)
 	Guard   time.Duration   // the restart guard (see WithRestartGuard)
+	Risks   node.Risk       // the risks the guard takes on trust (see WithAcceptedRisks)
 	Clock   node.ClockCheck // the clock check (see WithClockCheck)
 	Fenced  bool            // grants answer the fencing counter (WithFencing; see internal/leases/fencing.go)
 }
 
 func (k Keys) Node() node.Keys {
 	return node.Keys{Lock: k.Lock, Gone: k.Gone, Fence: k.Fence, Queue: k.Queue, Alive: k.Alive, Wake: k.Wake,
-		Marker: k.Marker, Guard: k.Guard, Clock: k.Clock, Readers: k.Readers, Fenced: k.Fenced}
+		Marker: k.Marker, Guard: k.Guard, Risks: k.Risks, Clock: k.Clock, Readers: k.Readers, Fenced: k.Fenced}
 }
 
 func KeysFor(prefix, name string, guard time.Duration) Keys {

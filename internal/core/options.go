@@ -82,6 +82,8 @@ type Settings struct {
 	// guardSet false: the default (see WithRestartGuard).
 	RestartGuard time.Duration
 	GuardSet     bool
+	// Risks: the risks WithAcceptedRisks accepted.
+	Risks node.Risk
 	// ClockOff: WithClockCheck(false).
 	ClockOff bool
 }
@@ -141,6 +143,9 @@ func (s Settings) Validate(n int) error {
 		return fmt.Errorf("%w: nil logger", ErrConfig)
 	case !(s.RestartGuard >= 0 && s.RestartGuard <= MaxRestartGuard):
 		return fmt.Errorf("%w: restart guard must be in [0, %v], got %v", ErrConfig, MaxRestartGuard, s.RestartGuard)
+	case s.GuardSet && s.RestartGuard > 0 && s.RestartGuard < s.TTL:
+		return fmt.Errorf("%w: restart guard %v is shorter than the TTL %v: a node that forgot a lease would vote "+
+			"before the lease ends (0 turns the guard off)", ErrConfig, s.RestartGuard, s.TTL)
 	}
 	return nil
 }
@@ -148,6 +153,15 @@ func (s Settings) Validate(n int) error {
 // WithRestartGuard implements redlock.WithRestartGuard, which documents it.
 func WithRestartGuard(d time.Duration) Option {
 	return func(s *Settings) { s.RestartGuard, s.GuardSet = d, true }
+}
+
+// WithAcceptedRisks implements redlock.WithAcceptedRisks, which documents it.
+func WithAcceptedRisks(risks ...node.Risk) Option {
+	return func(s *Settings) {
+		for _, r := range risks {
+			s.Risks |= r
+		}
+	}
 }
 
 // WithClockCheck implements redlock.WithClockCheck, which documents it.

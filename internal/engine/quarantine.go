@@ -14,6 +14,7 @@ import (
 
 // restartGuard is the guard of a Mutex with settings s (see
 // WithRestartGuard): as set, or the longest TTL this Client has used.
+// Each node records the longest guard asked of it and uses that.
 func (c *Client) restartGuard(s core.Settings) time.Duration {
 	for {
 		longest := c.longest.Load()

@@ -174,6 +174,7 @@ func (c *Client) newMutex(name string, opts []core.Option, read bool, setup func
 		m.err = fmt.Errorf("%w: empty lock name", core.ErrConfig)
 	}
 	m.Keys = core.KeysFor(m.Settings.KeyPrefix, name, c.restartGuard(m.Settings))
+	m.Keys.Risks = m.Settings.Risks
 	m.Keys.Clock = m.Settings.ClockCheck()
 	m.Keys.Fenced = m.Settings.Fencing
 	if setup != nil {

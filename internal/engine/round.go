@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync/atomic"
@@ -286,6 +287,7 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 			}
 		}
 	}
+	markLive(replies)
 	v := leases.VerdictOf(m.Target, replies, need)
 	holder, holds := "", 0
 	for fingerprint, count := range refusals {
@@ -296,14 +298,13 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 	result.minPTTL = shortestPTTL(replies, holder)
 	// Held: one owner has, or may have (counting the silent nodes), a
 	// quorum. Split: no owner can, so every contender backs off briefly.
-	conflicts, conflicted := v.Conflicts()
+	stop := stopError(v)
 	result.held = holds > 0 && holds+silent >= need
 	result.seen = holds >= need
 	result.split = !result.held && silent == 0 && v.Yes < need
 	switch {
-	case conflicted:
-		result.err = &leases.StopError{Err: v.With(fmt.Errorf("%w on %d of %d nodes, so no quorum can agree: remove the key or use another key prefix",
-			core.ErrKeyConflict, conflicts, v.N))}
+	case stop != nil:
+		result.err = stop
 	case result.held && holds > v.N-need && m.mode.behind(replies, holder):
 		result.err = v.With(fmt.Errorf("%w: a writer waits for it on %d of %d nodes, and readers arriving after a waiting writer wait for it",
 			core.ErrNotAcquired, holds, v.N))
@@ -319,6 +320,38 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 		result.err = fmt.Errorf("%w: votes split, %d of %d needed", core.ErrNotAcquired, v.Yes, need)
 	}
 	return result
+}
+
+// markLive tells each new node's quarantine whether other nodes answered
+// the round: then the set is live, and its message does not suggest
+// `redlock init`.
+func markLive(replies []quorum.Reply[node.Acquired]) {
+	live := false
+	for _, reply := range replies {
+		live = live || reply.Vote == quorum.Yes || reply.Vote == quorum.No
+	}
+	for _, reply := range replies {
+		var q *node.Quarantine
+		if live && errors.As(reply.Err, &q) {
+			q.Live = true
+		}
+	}
+}
+
+// stopError is the error of a round after which trying again does not
+// help: too many nodes answered that a key of the lock holds something
+// else, or refuse to vote because the restart guard cannot see there.
+func stopError(v leases.Verdict) error {
+	if conflicts, stopped := v.Conflicts(); stopped {
+		return &leases.StopError{Err: v.With(fmt.Errorf("%w on %d of %d nodes, so no quorum can agree: remove the key or use another key prefix",
+			core.ErrKeyConflict, conflicts, v.N))}
+	}
+	if unguarded, stopped := v.Unguarded(); stopped {
+		return &leases.StopError{Err: v.With(fmt.Errorf("%w: %d of %d nodes refuse to vote because the restart guard "+
+			"cannot see whether they lost a lease there (each node's error names the remedy), so no quorum can agree",
+			core.ErrNoQuorum, unguarded, v.N))}
+	}
+	return nil
 }
 
 // shortestPTTL is the shortest time left of holder's key among the nodes

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
 
@@ -38,8 +39,19 @@ func (v Verdict) outOfReach() bool { return v.refused > v.N-v.need }
 // Conflicts counts the node errors saying a key of the lock holds
 // something else; stopped reports whether they put a quorum out of reach.
 func (v Verdict) Conflicts() (count int, stopped bool) {
+	return v.count(core.ErrKeyConflict)
+}
+
+// Unguarded counts the nodes that refused to vote because the restart
+// guard cannot see a loss there (node.ErrUnguarded); stopped reports
+// whether they put a quorum out of reach.
+func (v Verdict) Unguarded() (count int, stopped bool) {
+	return v.count(node.ErrUnguarded)
+}
+
+func (v Verdict) count(target error) (count int, stopped bool) {
 	for _, err := range v.NodeErrs {
-		if errors.Is(err, core.ErrKeyConflict) {
+		if errors.Is(err, target) {
 			count++
 		}
 	}

@@ -6,10 +6,11 @@
 -- model/guard.pml.
 --
 -- The marker key (one per node; on a Redis Cluster node one per slot)
--- holds "<ms> <why> [<run_id>]": the node time since which the node's data
--- is complete, the rule that set it and the process that did; "0" or
--- "0 <run_id>": complete since forever ("0 <run_id>": declared by
--- `redlock init` for that process).
+-- holds "<since> <why> <replid> <longest> <voted>": the node time (ms)
+-- since which the node's data is complete (0: since forever, as declared
+-- by `redlock init`), the rule that set it, the replication id of the
+-- data it was stamped on (a restart or a promotion changes it), the
+-- longest guard any call asked here (ms), and when the node last voted.
 
 -- node_time is the node's TIME, read once per call and only by a call that
 -- needs it; node_now the same in milliseconds.
@@ -66,20 +67,34 @@ end
 -- facts: what the guard asks the node past its hot path, defined by the
 -- first call that needs it (defining it costs every script otherwise).
 local node_facts
+local probing = false -- set by probe.lua: judge, but write no marker
 local function facts()
   if node_facts then
     return node_facts
   end
   local f = {}
   local function int_field(info, name)
-    return tonumber(string.match(info, '\n' .. name .. ':(%d+)'))
+    return tonumber(string.match(info, '\n' .. name .. ':(%-?%d+)'))
+  end
+  local function info(section)
+    local text = redis.pcall('INFO', section)
+    return type(text) == 'string' and text or nil
+  end
+  local function called(stats, names)
+    for _, name in ipairs(names) do
+      local calls = tonumber(string.match(stats, '\ncmdstat_' .. name .. ':calls=(%d+)'))
+      if calls and calls > 0 then
+        return true
+      end
+    end
+    return false
   end
   -- f.start: an upper bound of the process start in node ms (the node
-  -- knows it to the second), and its run_id; nil when INFO is refused. An
-  -- uptime below zero (the clock stepped back past the start) is now.
+  -- knows it to the second); nil when INFO is refused. An uptime below
+  -- zero (the clock stepped back past the start) is now.
   function f.start()
-    local server = redis.pcall('INFO', 'server')
-    local uptime = type(server) == 'string' and tonumber(string.match(server, '\nuptime_in_seconds:(%-?%d+)'))
+    local server = info('server') or ''
+    local uptime = int_field(server, 'uptime_in_seconds')
     if not uptime then
       return nil
     end
@@ -87,36 +102,105 @@ local function facts()
     return start, string.match(server, '\nrun_id:(%x+)')
   end
   -- f.persists: the node started with an append-only file and has not
-  -- rewritten it since (AOF switched on at run time rewrites it at once);
-  -- it is taken to be fsynced on every write (scripts cannot read the
-  -- config).
+  -- rewritten it since (AOF switched on at run time rewrites it at once).
+  -- Scripts cannot read appendfsync: the client tells ("a", see
+  -- node/guard.go checkFsync).
   function f.persists()
-    local info = redis.pcall('INFO', 'persistence')
-    return type(info) == 'string' and int_field(info, 'aof_enabled') == 1 and int_field(info, 'aof_rewrites') == 0
-      and int_field(info, 'aof_rewrite_in_progress') == 0 and int_field(info, 'aof_rewrite_scheduled') == 0
+    local text = info('persistence')
+    return text ~= nil and int_field(text, 'aof_enabled') == 1 and int_field(text, 'aof_rewrites') == 0
+      and int_field(text, 'aof_rewrite_in_progress') == 0 and int_field(text, 'aof_rewrite_scheduled') == 0
   end
   -- f.cluster: a Redis Cluster node, whose slot's marker may be missing
-  -- because the slot's data lived elsewhere (moved, failed over).
+  -- because the slot's data lived elsewhere, and whose replicas take over
+  -- without a command.
   function f.cluster()
-    local info = redis.pcall('INFO', 'cluster')
-    return type(info) ~= 'string' or int_field(info, 'cluster_enabled') ~= 0
+    local text = info('cluster')
+    return text == nil or int_field(text, 'cluster_enabled') ~= 0
+  end
+  -- f.promoted: the node's role may have changed since its start
+  -- (REPLICAOF, FAILOVER, a Cluster failover; CONFIG RESETSTAT, before
+  -- Redis 7 any CONFIG, would hide them): it may lack writes its old
+  -- primary acknowledged.
+  -- continued: the node's data continues an earlier history under a new
+  -- id (master_replid2 is set), as after a restart from a snapshot or a
+  -- promotion; then a sync served since the start may be the PSYNC of a
+  -- primary's FAILOVER, which promotes without a command on this node.
+  function f.promoted(stats, continued)
+    stats = stats or info('commandstats')
+    return stats == nil or called(stats, { 'replicaof', 'slaveof', 'failover', 'config|resetstat', 'config' })
+      or (continued and called(stats, { 'psync', 'sync' }))
   end
   -- f.dropped: why keys may have gone since the start other than by
-  -- expiry or a lock script ('flushed'; 'unknown' when INFO is refused).
-  -- CONFIG RESETSTAT would hide the others (before Redis 7: any CONFIG).
+  -- expiry or a lock script; nil when none did.
   function f.dropped()
-    local stats, others = redis.pcall('INFO', 'commandstats'), redis.pcall('INFO', 'stats')
-    if type(stats) ~= 'string' or type(others) ~= 'string' then
+    local stats, others = info('commandstats'), info('stats')
+    if stats == nil or others == nil then
+      return 'unknown'
+    elseif called(stats, { 'flushall', 'flushdb', 'swapdb', 'debug', 'config|resetstat', 'config' })
+      or int_field(others, 'evicted_keys') ~= 0 then
+      return 'flushed'
+    elseif f.promoted(stats) then
+      return 'failover'
+    end
+    return nil
+  end
+  -- f.evicts: the memory policy when it may evict a lock key while the
+  -- marker (no TTL) stays ('unknown' when INFO is refused); nil when the
+  -- node never evicts.
+  function f.evicts()
+    local text = info('memory')
+    if text == nil then
       return 'unknown'
     end
-    for _, name in ipairs({ 'flushall', 'flushdb', 'swapdb', 'debug', 'replicaof', 'slaveof', 'config|resetstat', 'config' }) do
-      local calls = tonumber(string.match(stats, '\ncmdstat_' .. name .. ':calls=(%d+)'))
-      if calls and calls > 0 then
-        return 'flushed'
-      end
+    local policy = string.match(text, '\nmaxmemory_policy:(%S+)')
+    if int_field(text, 'maxmemory') == 0 or policy == 'noeviction' then
+      return nil
     end
-    if int_field(others, 'evicted_keys') ~= 0 then
-      return 'flushed'
+    return policy or 'unknown'
+  end
+  -- f.moved: since and why for a marker stamped on other data. A
+  -- promotion counts from now, when it is first seen (never before it
+  -- happened); a restart from the start (a marker read back from a
+  -- snapshot may predate grants the node forgot), unless the process
+  -- made the marker (an older version's run_id) or keeps every write.
+  -- unsure: an append-only file this call cannot judge (the client has
+  -- not read appendfsync): refuse, but leave the verdict to another call.
+  function f.moved(since, why, stamp, stamped_by, now, fsynced, replid2)
+    local start, run = f.start()
+    if stamp == run or (stamped_by == run and replid2 == string.rep('0', 40)) then
+      -- This process stamped it, and was never promoted: the id changed
+      -- with its backlog (a first replica, or the backlog freed).
+      return since, why
+    elseif start == nil or f.promoted(nil, replid2 ~= string.rep('0', 40)) or f.cluster() then
+      return math.max(since, now), start and 'failover' or 'unknown'
+    elseif since >= start then
+      return since, why
+    elseif f.persists() then
+      if fsynced then
+        return since, why
+      end
+      return start, 'restarted', true
+    end
+    return start, 'restarted'
+  end
+  -- f.blind: the guard without INFO, by the user's choice: a missing
+  -- marker counts from now, a marker is trusted as it is.
+  function f.blind(marker, value, guard_for)
+    local since, why = node_now(), 'unknown'
+    if value then
+      local stamp, longest, voted, run, evicted
+      since, why, stamp, longest, voted, run, evicted = f.parse(value)
+      if since == nil then
+        return redis.error_reply('ERR redlock: the node marker is not a time')
+      elseif guard_for > longest then
+        f.stamp(marker, since, why, (stamp or '') ~= '' and stamp or '0', guard_for, voted, run, evicted)
+      end
+      guard_for = math.max(guard_for, longest)
+    else
+      f.stamp(marker, since, why, '0', guard_for, 0)
+    end
+    if since > 0 and node_now() < since + guard_for then
+      return f.quarantine(since, guard_for, why)
     end
     return nil
   end
@@ -124,84 +208,129 @@ local function facts()
     local left = since + guard_for - node_now()
     return redis.error_reply(string.format('QUARANTINED %d %d %s %d', since, since + guard_for, why, left))
   end
+  function f.stamp(marker, since, why, replid, longest, voted, run, evicted)
+    if not probing then
+      redis.call('SET', marker, string.format('%d %s %s %d %d %d %s', since, why, replid, longest, voted,
+        evicted or 0, run or '0'))
+    end
+  end
+  -- f.evictions: the keys the process has evicted since its start (or
+  -- since CONFIG RESETSTAT, which counts as a role change); 0 unknown.
+  function f.evictions()
+    return int_field(info('stats') or '', 'evicted_keys') or 0
+  end
+  -- f.parse reads a marker of this version or an older one ("<ms> <why>
+  -- <run_id>", "0 <run_id>", "0"): since, why, stamp (a replid or an
+  -- older marker's run_id), longest, voted, the run_id of the process
+  -- that stamped it, and the evictions it had counted; nil since when
+  -- unreadable.
+  function f.parse(value)
+    local since, why, stamp, longest, voted, evicted, run =
+      string.match(value, '^(%d+) (%a+) (%x+) (%d+) (%d+) (%d+) (%x+)$')
+    if since then
+      return tonumber(since), why, stamp, tonumber(longest), tonumber(voted), run, tonumber(evicted)
+    end
+    local first, second
+    since, first, second = string.match(value, '^(%d+) ?(%w*) ?(%w*)$')
+    if #(first or '') == 40 then
+      return tonumber(since), 'new', first, 0, 0, nil, 0
+    end
+    return tonumber(since), first ~= '' and first or 'lost', second, 0, 0, nil, 0
+  end
   node_facts = f
   return f
 end
 
--- up_longer: whether the process started more than guard_for ago, by
--- LASTSAVE (set at the start and at each save: never before the start),
--- and that bound of the start.
-local function up_longer(guard_for)
-  local saved = redis.pcall('LASTSAVE')
-  if type(saved) == 'number' and (saved + 1) * 1000 + guard_for <= node_now() then
-    return true, (saved + 1) * 1000
-  end
-  return false
+local function accepts(risks, risk)
+  return string.find(risks, risk, 1, true) ~= nil
 end
 
--- lost_since: the marker a script makes when it finds none: the process
--- start when nothing dropped keys since ('new': anything forgotten was
--- granted before the start), else now; and the process's run_id when
--- known (nil when it started over guard_for ago).
-local function lost_since(guard_for)
-  local why = facts().dropped() or (facts().cluster() and 'cluster')
-  local up, start = up_longer(guard_for)
-  local run
-  if not up then
-    start, run = facts().start()
-  end
-  if why then
-    return node_now(), why, run
-  end
-  if not start then
-    return node_now(), 'unknown'
-  end
-  return math.min(start, node_now()), 'new', run
-end
-
--- guard returns nil when the node may vote, or the error reply
--- "QUARANTINED <since> <until> <why> <left>" (node times in ms; left: ms
--- from now to until) when it may have
--- forgotten a lease ("0": the guard is off; the marker is kept).
-local probing = false -- set by probe.lua: judge, but make no marker
-local function guard(marker, guard_ms)
-  local guard_for = tonumber(guard_ms)
-  local value = redis.call('GET', marker)
-  local since, tag, made_by -- made_by: the run_id of the process that made it
-  if value == false then
-    since, tag, made_by = lost_since(guard_for)
-    if not probing then
-      redis.call('SET', marker, string.format('%d %s %s', since, tag, made_by or ''))
+-- judged: the guard's slow path, for a marker missing, unreadable or
+-- stamped on other data (a restart, a promotion), for a node that cannot
+-- tell its replication id, and once a second for a node that votes.
+local function judged(marker, value, replication, guard_for, risks)
+  local f = facts()
+  local replid = replication and string.match(replication, '\nmaster_replid:(%x+)')
+  if not replid then
+    if accepts(risks, 'i') then
+      return f.blind(marker, value, guard_for)
     end
-  else
-    local first, second
-    since, first, second = string.match(value, '^(%d+) ?(%w*) ?(%w*)$')
-    since = tonumber(since)
+    return redis.error_reply('UNGUARDED noinfo')
+  end
+  local policy = f.evicts()
+  if policy and not accepts(risks, 'e') then
+    return redis.error_reply('UNGUARDED evicts ' .. policy)
+  end
+  local now, since, why, stamp, longest, voted, stamped_by, evicted = node_now(), nil, nil, nil, 0, 0, nil, 0
+  if value then
+    since, why, stamp, longest, voted, stamped_by, evicted = f.parse(value)
     if since == nil then
       return redis.error_reply('ERR redlock: the node marker is not a time')
     end
-    if #first == 40 then
-      tag, made_by = '', first -- "0 <run_id>", by redlock init
-    else
-      tag, made_by = first, second
+  end
+  longest = math.max(longest, guard_for)
+  -- Keys evicted since the marker counted them (a policy that evicted and
+  -- was set back): a lock key may be gone while the marker stayed.
+  local evictions = f.evictions()
+  if since ~= nil and stamp == replid and evictions > evicted and not accepts(risks, 'e') then
+    since, why = math.max(since, now), 'flushed'
+  end
+  if since == nil then
+    local start, dropped = f.start(), f.dropped() or (f.cluster() and 'cluster')
+    since, why = start or now, 'new'
+    if dropped or not start then
+      since, why = now, dropped or 'unknown'
     end
+  elseif stamp ~= replid then
+    local unsure
+    since, why, unsure = f.moved(since, why, stamp, stamped_by, now, accepts(risks, 'a'),
+      string.match(replication, '\nmaster_replid2:(%x+)'))
+    if unsure and now < since + longest then
+      return f.quarantine(since, longest, why)
+    end
+  end
+  local votes = since == 0 or now >= since + longest
+  local _, run = f.start()
+  f.stamp(marker, since, why, replid, longest, votes and now or voted, run, evictions)
+  if not votes then
+    return f.quarantine(since, longest, why)
+  end
+  return nil
+end
+
+-- guard returns nil when the node may vote, or an error reply: 
+-- "QUARANTINED <since> <until> <why> <left>" (node times in ms; left: ms
+-- from now to until) when it may have forgotten a lease, "UNGUARDED
+-- <why>" when it cannot tell and the user did not accept that risk.
+-- guard_arg is "<ms>[:<letters>]" ("0": the guard is off): the risks the
+-- user accepted (i: INFO refused, e: eviction), and a: the client saw
+-- appendfsync always on this node.
+local function guard(marker, guard_arg)
+  local guard_for, risks = tonumber(guard_arg), ''
+  if not guard_for then
+    local ms
+    ms, risks = string.match(guard_arg, '^(%d+):(%a*)$')
+    guard_for = tonumber(ms) or error('ERR redlock: the restart guard is not a number of ms')
   end
   if guard_for <= 0 then
     return nil
   end
-  if since > 0 and node_now() < since + guard_for then
-    return facts().quarantine(since, guard_for, tag ~= '' and tag or 'lost')
+  local value = redis.call('GET', marker)
+  local replication = redis.pcall('INFO', 'replication')
+  local replid = type(replication) == 'string' and string.match(replication, '\nmaster_replid:(%x+)')
+  if value and replid then
+    -- The hot path: a marker stamped on this data.
+    local since, why, stamp, longest, voted = string.match(value, '^(%d+) (%a+) (%x+) (%d+) (%d+)')
+    if stamp == replid and tonumber(longest) >= guard_for then
+      since, longest = tonumber(since), tonumber(longest)
+      if since > 0 and node_now() < since + longest then
+        return facts().quarantine(since, longest, why)
+      elseif node_now() < tonumber(voted) + 1000 then
+        return nil
+      end
+    end
   end
-  if value == false or up_longer(guard_for) then
-    return nil
-  end
-  -- A marker another process made (read back from a snapshot) may
-  -- predate grants the node forgot.
-  local start, run = facts().start()
-  if start and node_now() < start + guard_for and made_by ~= run and not facts().persists() then
-    return facts().quarantine(start, guard_for, 'restarted')
-  end
-  return nil
+  return judged(marker, value, type(replication) == 'string' and replication or nil, guard_for, risks)
 end
 
 -- A lock handed to a waiter (see queue.lua) names the hold of the attempt
