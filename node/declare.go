@@ -5,7 +5,9 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -19,19 +21,24 @@ var (
 )
 
 // ErrNotNew reports a node that Declare refused: it holds keys under the
-// prefix, loaded keys from disk at its start, or records a loss of data.
+// prefix, loaded keys from disk at its start, records a loss of data, or
+// voted for a lease that may still be live.
 var ErrNotNew = errors.New("not a new node")
 
 // NotNew says why Declare refused a node; it matches ErrNotNew.
 type NotNew struct {
-	Keys    []string // up to 10 keys found under the prefix
-	Marker  string   // the marker's value, when that is the reason
-	Loaded  string   // the count of keys the process loaded from disk at its start ("unknown" before Redis 7)
-	Dropped string   // why keys may have gone since its start (see Quarantine.Why)
+	Keys    []string      // up to 10 keys found under the prefix
+	Marker  string        // the marker's value, when that is the reason
+	Live    time.Duration // with Marker: how long a lease the node voted for may still last
+	Loaded  string        // the count of keys the process loaded from disk at its start ("unknown" before Redis 7)
+	Dropped string        // why keys may have gone since its start (see Quarantine.Why)
 }
 
 func (e *NotNew) Error() string {
 	switch {
+	case e.Live > 0:
+		return fmt.Sprintf("not a new node: it voted so recently (marker %q) that a lease it granted may be live for %v more: "+
+			"the set is in use", e.Marker, e.Live.Round(time.Millisecond))
 	case e.Marker != "":
 		return fmt.Sprintf("not a new node: its marker %q records a loss of data; it votes once the restart guard has passed", e.Marker)
 	case e.Loaded == "unknown":
@@ -49,19 +56,26 @@ func (e *NotNew) Is(target error) bool { return target == ErrNotNew }
 
 // Declare tells a brand-new node, one that never held a lock, that its
 // data is complete, so that it votes at once instead of a restart guard
-// after its start (see scripts/guard.lua). It holds for the node's current
-// process only: a restart undoes it. It refuses (a *NotNew) a node that
-// holds a key under prefix, loaded keys from disk at its start (or cannot
-// say), dropped keys since (a flush, an eviction), or whose marker records
-// a loss; and a Redis Cluster (one marker per slot there: wait for the
-// guard). A node restarted empty looks brand-new all the same: declare
-// only nodes that never served a lock.
+// after its start (see scripts/guard.lua). It holds for the data the node
+// holds now (its replication id): a restart or a promotion undoes it. It
+// refuses (a *NotNew) a node that holds a key under prefix, loaded keys
+// from disk at its start (or cannot say), dropped keys since (a flush, an
+// eviction), whose marker records a loss, or that voted within the
+// longest guard asked of it; and a Redis Cluster (one marker per slot
+// there: wait for the guard). A node restarted empty looks brand-new all
+// the same: DeclareSet judges a whole set, and declares it only if no
+// node shows that it served a lock.
 func Declare(ctx context.Context, client redis.Scripter, prefix string) error {
+	return declareNode(ctx, client, prefix, "declare")
+}
+
+// declareNode runs declare.lua in mode "check" (no write) or "declare".
+func declareNode(ctx context.Context, client redis.Scripter, prefix, mode string) error {
 	if _, cluster := client.(*redis.ClusterClient); cluster {
 		return errors.New("a Redis Cluster cannot be declared new: its nodes vote a restart guard after they start")
 	}
 	marker := prefix + "node"
-	reply, err := declareScript.Run(ctx, client, []string{marker}, globEscape(prefix)+"*", marker).Result()
+	reply, err := declareScript.Run(ctx, client, []string{marker}, globEscape(prefix)+"*", marker, mode).Result()
 	if err != nil {
 		return err
 	}
@@ -85,6 +99,10 @@ func decodeDeclared(reply any) error {
 	switch {
 	case words[0] == "marker" && len(words) == 2:
 		return &NotNew{Marker: words[1]}
+	case words[0] == "live" && len(words) == 3:
+		if ms, err := strconv.ParseInt(words[2], 10, 64); err == nil && ms > 0 {
+			return &NotNew{Marker: words[1], Live: time.Duration(ms) * time.Millisecond}
+		}
 	case words[0] == "loaded" && len(words) == 2:
 		return &NotNew{Loaded: words[1]}
 	case words[0] == "dropped" && len(words) == 2:
@@ -93,6 +111,93 @@ func decodeDeclared(reply any) error {
 		return &NotNew{Keys: words[1:]}
 	}
 	return fmt.Errorf("%w to declare: %v", ErrBadReply, reply)
+}
+
+// SetRefused is DeclareSet's error: the nodes that refused or did not
+// answer, each with why. errors.Is finds ErrNotNew, or a node's own error.
+type SetRefused struct {
+	Nodes    []NodeRefused // in node order
+	Total    int           // nodes in the set
+	Declared int           // declared all the same: 0 unless one refused between the check and the declaration
+}
+
+// NodeRefused is one node's part of a SetRefused.
+type NodeRefused struct {
+	Node int    // its index in the set
+	Addr string // its address, when the client tells it
+	Err  error  // a *NotNew, or the call's error
+}
+
+func (e *SetRefused) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "declared %d of %d nodes:", e.Declared, e.Total)
+	for i, n := range e.Nodes {
+		if i > 0 {
+			b.WriteByte(';')
+		}
+		fmt.Fprintf(&b, " node %d", n.Node)
+		if n.Addr != "" {
+			fmt.Fprintf(&b, " (%s)", n.Addr)
+		}
+		fmt.Fprintf(&b, ": %v", n.Err)
+	}
+	return b.String()
+}
+
+func (e *SetRefused) Unwrap() []error {
+	errs := make([]error, len(e.Nodes))
+	for i, n := range e.Nodes {
+		errs[i] = n.Err
+	}
+	return errs
+}
+
+// DeclareSet declares every node of a set new (as Declare), or none. A
+// node restarted empty passes every check of its own, so one node that
+// is not new (it holds keys under prefix, voted for a lease that may be
+// live, records a loss), or that does not answer, means the set may hold
+// a live lease the others forgot: then it declares none (a *SetRefused
+// naming each such node). It checks every node first, then declares each;
+// a node that refuses in between (a lock taken meanwhile) is reported,
+// the others stay declared.
+func DeclareSet(ctx context.Context, clients []redis.Scripter, prefix string) error {
+	if refused := declareEach(ctx, clients, prefix, "check"); refused != nil {
+		return refused
+	}
+	if refused := declareEach(ctx, clients, prefix, "declare"); refused != nil {
+		refused.Declared = len(clients) - len(refused.Nodes)
+		return refused
+	}
+	return nil
+}
+
+// declareEach runs declareNode in mode on every node at once; nil when
+// every node passed.
+func declareEach(ctx context.Context, clients []redis.Scripter, prefix, mode string) *SetRefused {
+	errs := make([]error, len(clients))
+	var wg sync.WaitGroup
+	for i, client := range clients {
+		wg.Go(func() { errs[i] = declareNode(ctx, client, prefix, mode) })
+	}
+	wg.Wait()
+	refused := &SetRefused{Total: len(clients)}
+	for i, err := range errs {
+		if err != nil {
+			refused.Nodes = append(refused.Nodes, NodeRefused{Node: i, Addr: addrOf(clients[i]), Err: err})
+		}
+	}
+	if len(refused.Nodes) == 0 {
+		return nil
+	}
+	return refused
+}
+
+// addrOf is a client's address, or "" when it does not tell.
+func addrOf(client redis.Scripter) string {
+	if c, ok := client.(interface{ Options() *redis.Options }); ok {
+		return c.Options().Addr
+	}
+	return ""
 }
 
 // globEscape quotes the characters SCAN's MATCH treats as a pattern.

@@ -12,28 +12,31 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-const initUsage = `usage: redlock init [-nodes URLs] [-prefix redlock:] [-timeout 5s] [URL...]
+const initUsage = `usage: redlock init [-nodes URLs] [-prefix redlock:] [-timeout 5s] [-force] [URL...]
 
-Declares brand-new nodes new, so that they vote at once. A node whose
-process started less than the restart guard ago (by default the longest
-TTL, 30 s) does not vote until the guard has passed since its start: it
-may have restarted and forgotten leases it granted. A node that never
-held a lock has nothing to forget, and init tells it so (node.Declare),
-for its current process: a restart undoes it. Nodes up longer than the
-guard vote without it.
+Declares a set of brand-new nodes new, so that they vote at once. A node
+whose process started less than the restart guard ago (by default the
+longest TTL, 30 s) does not vote until the guard has passed since its
+start: it may have restarted and forgotten leases it granted. A node that
+never held a lock has nothing to forget, and init tells it so
+(node.DeclareSet), for the data it holds now: a restart undoes it. Nodes
+up longer than the guard vote without it.
 
-Declare only nodes that never served a lock: a node restarted empty looks
-brand-new to every check, and declaring it would let it vote for leases
-it forgot. Run init when you create nodes, never as a step that re-runs
-on every start.
+A node restarted empty looks brand-new to every check of its own. So init
+judges the set: it declares every node, or none. It checks every node
+first and declares none if any node holds keys under -prefix (it names up
+to 10), voted so recently that a lease it granted may still be live,
+loaded keys from disk at its start (or cannot say: Redis before 7),
+dropped keys since (a flush, an eviction), has a marker recording a loss
+of data, or does not answer: the set has served locks, and a node that
+looks new may have forgotten a live lease. Its nodes then vote as the
+restart guard judges them (redlock inspect shows when). Run init when you
+create nodes, never as a step that re-runs on every start.
 
-init refuses a node that is not new, and says why: one that holds keys
-under -prefix (it names up to 10), one that loaded keys from disk at its
-start (or cannot say: Redis before 7), one that dropped keys since (a
-flush, an eviction), one whose marker records a loss of data. Such a node
-votes as the restart guard judges it; its marker is left as it was. The
-other nodes are declared all the same: each node's vote is judged on its
-own.
+-force declares each node that passes its own checks, whatever the
+others show. It is the way to break the lock: on a set that served locks,
+a node restarted empty under a live lease gets declared and votes for a
+second owner. Use it only on nodes you know never served a lock.
 
 Nodes are the URLs given as arguments, or -nodes, or $REDLOCK_NODES. A
 node that refuses connections (still starting) is tried again until
@@ -42,7 +45,8 @@ node that refuses connections (still starting) is tried again until
 Exit statuses:
   0    every node was declared new
   2    bad usage (nothing was declared)
-  125  some node was refused or did not answer (the others were declared)
+  125  some node was refused or did not answer: nothing was declared
+       (with -force: the others were)
 
 Example:
   redlock init redis://10.0.0.1:6379 redis://10.0.0.2:6379 redis://10.0.0.3:6379
@@ -50,13 +54,20 @@ Example:
 Flags:
 `
 
+// initConfig is init's config.
+type initConfig struct {
+	nodeOptions
+	force bool // declare each node on its own (node.Declare)
+}
+
 // parseInitFlags returns init's config, or false and the exit status
 // after it printed the help or one usage error line.
-func parseInitFlags(args []string, stderr io.Writer) (nodeOptions, int, bool) {
-	var cfg nodeOptions
+func parseInitFlags(args []string, stderr io.Writer) (initConfig, int, bool) {
+	var cfg initConfig
 	f := newFlags("init", initUsage, stderr)
-	f.nodeFlags(&cfg, "key prefix of the locks the nodes will hold (the marker is PREFIXnode)")
+	f.nodeFlags(&cfg.nodeOptions, "key prefix of the locks the nodes will hold (the marker is PREFIXnode)")
 	f.timeoutFlag(5*time.Second, "how long each node may take: to accept connections (one still starting) and to answer (it scans the keys under -prefix)")
+	f.BoolVar(&cfg.force, "force", false, "declare each node that passes its own checks, whatever the others show: may break a live lock")
 	// Flags may also follow the URLs: "redlock init URL... -prefix x:".
 	given, code, ok := f.parseAll(args)
 	if !ok {
@@ -95,6 +106,68 @@ func initNodes(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer ns.close()
+	if cfg.force {
+		return ns.declareForced(cfg, stdout, stderr)
+	}
+	return ns.declareSet(cfg, stdout, stderr)
+}
+
+// declareSet declares every node or none (node.DeclareSet), once every
+// node accepts connections or its -timeout has passed: a node that does
+// not answer then is named with the others' refusals.
+func (ns *nodeSet) declareSet(cfg initConfig, stdout, stderr io.Writer) int {
+	ns.each(context.Background(), cfg.timeout, func(ctx context.Context, client *redis.Client) error {
+		return retryRefused(ctx, func() error { return client.Ping(ctx).Err() })
+	})
+	// Two calls per node: the check, then the declaration.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*cfg.timeout)
+	defer cancel()
+	err := node.DeclareSet(ctx, ns.scripters(), cfg.prefix)
+	var refused *node.SetRefused
+	if err != nil && !errors.As(err, &refused) {
+		fmt.Fprintf(stderr, "redlock init: nothing declared: %s\n", oneLine(err))
+		return exitError
+	}
+	failed := map[int]bool{}
+	if refused != nil {
+		for _, n := range refused.Nodes {
+			failed[n.Node] = true
+			fmt.Fprintf(stderr, "redlock init: node %d (%s): %s\n", n.Node, ns.addrs[n.Node], refusal(n.Err))
+		}
+	}
+	if refused == nil || refused.Declared > 0 {
+		for i, addr := range ns.addrs {
+			if !failed[i] {
+				fmt.Fprintf(stdout, "node %d (%s): declared new: it votes at once (until it restarts)\n", i, addr)
+			}
+		}
+	}
+	switch {
+	case refused == nil:
+		return exitOK
+	case refused.Declared > 0: // refused between the check and the declaration: a lock taken meanwhile
+		fmt.Fprintf(stderr, "redlock init: declared %d of %d nodes: the others refused after the check passed\n",
+			refused.Declared, refused.Total)
+	default:
+		fmt.Fprintf(stderr, "redlock init: declared none of %d nodes: the set has served locks or a node did not answer, "+
+			"so a node that looks new may have restarted empty under a live lease; the nodes vote once the restart guard "+
+			"has passed (redlock inspect shows when); -force declares them anyway and may break a live lock\n", refused.Total)
+	}
+	return exitError
+}
+
+// scripters is the node list as node.DeclareSet takes it.
+func (ns *nodeSet) scripters() []redis.Scripter {
+	clients := make([]redis.Scripter, len(ns.clients))
+	for i, client := range ns.clients {
+		clients[i] = client
+	}
+	return clients
+}
+
+// declareForced is init -force: each node declared on its own, as the
+// demo declares its own nodes.
+func (ns *nodeSet) declareForced(cfg initConfig, stdout, stderr io.Writer) int {
 	errs := ns.declare(context.Background(), cfg.prefix, cfg.timeout)
 	failed := 0
 	for i, err := range errs {
@@ -106,27 +179,28 @@ func initNodes(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "redlock init: node %d (%s): %s\n", i, ns.addrs[i], refusal(err))
 	}
 	if failed > 0 {
-		fmt.Fprintf(stderr, "redlock init: declared %d of %d nodes\n", len(errs)-failed, len(errs))
+		fmt.Fprintf(stderr, "redlock init: -force: declared %d of %d nodes; if the set served a lock that may still be live, "+
+			"the declared nodes may vote for a second owner\n", len(errs)-failed, len(errs))
 		return exitError
 	}
 	return exitOK
 }
 
-// declare declares every node new at once (node.Declare, each within
-// timeout) and returns each node's error, in node order. redlock init and
-// the demo's own nodes both come this way.
+// declare declares every node new at once, each on its own (node.Declare,
+// each within timeout), and returns each node's error, in node order:
+// init -force, and the demo for the nodes it has just started.
 func (ns *nodeSet) declare(ctx context.Context, prefix string, timeout time.Duration) []error {
 	return ns.each(ctx, timeout, func(ctx context.Context, client *redis.Client) error {
-		return declareOne(ctx, client, prefix)
+		return retryRefused(ctx, func() error { return node.Declare(ctx, client, prefix) })
 	})
 }
 
-// declareOne declares one node, trying again while it refuses connections
-// and ctx lasts: init often runs as new nodes start (the compose
-// playground's one-shot service), before they listen.
-func declareOne(ctx context.Context, client *redis.Client, prefix string) error {
+// retryRefused calls f again while the node refuses connections and ctx
+// lasts: init often runs as new nodes start (the compose playground's
+// one-shot service), before they listen.
+func retryRefused(ctx context.Context, f func() error) error {
 	for {
-		err := node.Declare(ctx, client, prefix)
+		err := f()
 		if !errors.Is(err, syscall.ECONNREFUSED) {
 			return err
 		}

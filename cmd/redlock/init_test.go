@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -70,9 +71,10 @@ func TestInit_freshNodesVoteAtOnce(t *testing.T) {
 	}
 }
 
-// TestInit_refusesANodeHoldingLockKeys: init declares the new nodes and
-// refuses the one that holds a lock, naming its keys and leaving its
-// marker as it was, and reports a node that does not answer; exit 125.
+// TestInit_refusesANodeHoldingLockKeys: one node holds a lock and one
+// does not answer: init declares none of the set, naming both, and leaves
+// every marker as it was; exit 125. With -force it declares the new
+// nodes all the same, and says what that may break.
 func TestInit_refusesANodeHoldingLockKeys(t *testing.T) {
 	t.Parallel()
 	cluster := redistest.Start(t, 3)
@@ -96,21 +98,88 @@ func TestInit_refusesANodeHoldingLockKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	env := nodesEnvFor(append(cluster.URLs(), closedPort(t)))
+	refused := "node 2 (" + cluster.Addrs()[2] + "): refused: not a new node: it holds lock keys ("
 
-	c := runCLI(t, nodesEnvFor(append(cluster.URLs(), closedPort(t))), "init", "-timeout", "300ms")
-	c.expect(t, exitError,
-		"node 2 ("+cluster.Addrs()[2]+"): refused: not a new node: it holds lock keys (",
-		"redlock:{held}", "redlock:{held}:fence", "node 3 (", "connection refused", "declared 2 of 4 nodes")
+	c := runCLI(t, env, "init", "-timeout", "300ms")
+	c.expect(t, exitError, refused, "redlock:{held}", "redlock:{held}:fence", "node 3 (", "connection refused",
+		"declared none of 4 nodes", "-force")
+	if c.stdout.Len() > 0 {
+		t.Errorf("init declared nodes of a set that holds a lock: %s", c.stdout.String())
+	}
+	for i := range 2 {
+		if n, err := cluster.Admin(t, i).Exists(ctx, marker).Result(); err != nil || n != 0 {
+			t.Errorf("node %d has a marker (%d, %v); want none: nothing declared", i, n, err)
+		}
+	}
+
+	c = runCLI(t, env, "init", "-timeout", "300ms", "-force")
+	c.expect(t, exitError, refused, "redlock:{held}", "node 3 (", "connection refused",
+		"-force: declared 2 of 4 nodes", "second owner")
 	for i := range 2 {
 		if !strings.Contains(c.stdout.String(), fmt.Sprintf("node %d (%s): declared new", i, cluster.Addrs()[i])) {
 			t.Errorf("node %d not declared: %s", i, c.stdout.String())
 		}
-		if value, err := cluster.Admin(t, i).Get(ctx, marker).Result(); err != nil || !strings.HasPrefix(value, "0 ") {
+		if value, err := cluster.Admin(t, i).Get(ctx, marker).Result(); err != nil || !strings.HasPrefix(value, "0 declared ") {
 			t.Errorf("node %d marker %q, %v; want declared", i, value, err)
 		}
 	}
 	if value, err := cluster.Admin(t, 2).Get(ctx, marker).Result(); err != nil || value != kept {
 		t.Errorf("refused node's marker %q, %v; want it unchanged, %q", value, err, kept)
+	}
+}
+
+// TestInit_liveSetDeclaresNone (issue 31, case 4): a majority of nodes
+// restarts empty under A's lease; B is quarantined and told to run init.
+// init declares none of the set (node 2 holds A's key, and voted for it),
+// so B still waits for the restart guard: it gets the lock only after
+// A's lease has ended, not at once.
+func TestInit_liveSetDeclaresNone(t *testing.T) {
+	t.Parallel()
+	cluster := redistest.Start(t, 3) // declared, as init leaves new nodes
+	ctx := context.Background()
+	const ttl = 4 * time.Second
+	a, err := redlock.New(cluster.Clients(t), redlock.WithTTL(ttl), redlock.WithRestartGuard(ttl), redlock.WithWatchdog(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	leaseA, err := a.Mutex("job").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{0, 1} {
+		if err := cluster.Nodes[i].Restart(false); err != nil { // empty, as after a crash
+			t.Fatal(err)
+		}
+	}
+	b, err := redlock.New(cluster.Clients(t), redlock.WithTTL(ttl), redlock.WithRestartGuard(ttl))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if _, err := b.Mutex("job").TryLock(ctx); !errors.Is(err, redlock.ErrQuarantined) || !strings.Contains(err.Error(), "redlock init") {
+		t.Fatalf("B's TryLock = %v; want the quarantine, naming redlock init", err)
+	}
+
+	c := runCLI(t, nodesEnvFor(cluster.URLs()), "init")
+	c.expect(t, exitError, "node 2 ("+cluster.Addrs()[2]+"): refused: not a new node: it holds lock keys (redlock:{job}",
+		"declared none of 3 nodes")
+	if c.stdout.Len() > 0 {
+		t.Errorf("init declared nodes of a live set: %s", c.stdout.String())
+	}
+	for time.Now().Before(leaseA.Until()) {
+		if lease, err := b.Mutex("job").TryLock(ctx); err == nil {
+			t.Fatalf("B granted %v before A's lease ends: two owners (%v)", time.Until(leaseA.Until()), lease)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The restarted nodes vote once the guard (the TTL) has passed since
+	// their start: B gets the lock then.
+	waitCtx, cancel := context.WithTimeout(ctx, ttl+2*time.Second)
+	defer cancel()
+	if _, err := b.Mutex("job").Lock(waitCtx); err != nil {
+		t.Fatalf("B's Lock after A's lease ended: %v", err)
 	}
 }
 

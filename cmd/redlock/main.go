@@ -9,7 +9,7 @@
 //	redlock elect [-nodes URLs] -name NAME [-value V] [-ttl 30s] [-wait 0] [-fair] [-grace 10s] -- CMD [ARGS...]
 //	redlock inspect [-nodes URLs] [-json] [-prefix redlock:] NAME
 //	redlock unlock -force [-nodes URLs] [-prefix redlock:] NAME
-//	redlock init [-nodes URLs] [-prefix redlock:] [-timeout 5s] [URL...]
+//	redlock init [-nodes URLs] [-prefix redlock:] [-timeout 5s] [-force] [URL...]
 //	redlock demo [-nodes 5 | -nodes URL,URL,...] [-duration 10s] [-workers 8]
 //
 // Nodes come from -nodes or, when it is not given, from $REDLOCK_NODES: a
@@ -40,7 +40,8 @@
 // not (the report still shows the others); redlock unlock -force exits 0
 // when done on every node, 125 when some node did not answer; redlock
 // init exits 0 when every node was declared new, 125 when some node was
-// refused (it is not new) or did not answer; redlock demo exits 0 when the
+// refused (it is not new) or did not answer, and then declares none
+// (unless -force); redlock demo exits 0 when the
 // run upheld every claim, 1 when it did not, 130 when interrupted. Each
 // exits 2 on bad usage.
 package main
@@ -81,7 +82,7 @@ commands:
   elect    campaign, run a command while leader, resign (like etcdctl elect)
   inspect  show a lock's holder, fair queue, TTL and fence counter on every node
   unlock   -force: take a lock from a stuck holder (an operator's tool)
-  init     declare brand-new nodes new, so that they vote at once
+  init     declare a brand-new set of nodes new (all or none), so that they vote at once
   demo     start local redis-server nodes and show the lock under contention,
            reentrancy and the failure of a minority of nodes
 
