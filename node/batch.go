@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,6 +33,9 @@ type batcher struct {
 	// (off on a Redis Cluster or Ring, whose shards each have their own).
 	checkClock bool
 	clock      clock
+	// longest: the longest guard any node of the set answered (see
+	// Node.ShareGuard), shared by the set's nodes.
+	longest *atomic.Int64
 }
 
 type pending struct {
@@ -209,8 +213,22 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	}
 }
 
-// probeScript only answers the node's time.
-var probeScript = newTimedScript(guardSource + "return timed({})")
+// probeScript only answers the node's time, and, given a marker, the
+// longest guard it records.
+var probeScript = newTimedScript(guardSource + `
+local value = KEYS[1] and redis.call('GET', KEYS[1])
+node_longest = value and tonumber(string.match(value, '^%d+ %a+ %x+ (%d+) ')) or 0
+return timed({})`)
+
+// learn raises the longest guard seen on the set's nodes to longest.
+func (b *batcher) learn(longest time.Duration) {
+	for {
+		seen := b.longest.Load()
+		if int64(longest) <= seen || b.longest.CompareAndSwap(seen, int64(longest)) {
+			return
+		}
+	}
+}
 
 // probes is how many times probe reads the node's clock, one after
 // another. Each pair of readings bounds the clock's rate by the node's
@@ -253,13 +271,14 @@ func (b *batcher) judge(batch []*pending, sent, got time.Time) {
 		if !p.script.timed || p.cmd.Err() != nil {
 			continue // no reading, and nothing to count: the call failed
 		}
-		at, reply, err := untime(p.cmd.Val())
+		at, longest, reply, err := untime(p.cmd.Val())
 		if err != nil {
 			p.cmd = redis.NewCmd(p.ctx)
 			p.cmd.SetErr(err)
 			continue
 		}
 		p.cmd.SetVal(reply)
+		b.learn(longest)
 		if !b.checkClock {
 			continue
 		}

@@ -8,19 +8,26 @@ import (
 )
 
 // untime splits a timed script's answer (an array that guard.lua's
-// timed() ended with the node's seconds and microseconds) into the node's
-// time and the script's own reply, the rest of the array.
-func untime(answer any) (time.Time, []any, error) {
+// timed() ended with the node's seconds and microseconds and the longest
+// guard its marker records) into the node's time, that guard and the
+// script's own reply, the rest of the array.
+func untime(answer any) (time.Time, time.Duration, []any, error) {
 	items, ok := answer.([]any)
-	if n := len(items); ok && n >= 2 {
-		seconds, secondsErr := decimal(items[n-2], 1<<40)
-		micros, microsErr := decimal(items[n-1], 999_999)
-		if secondsErr == nil && microsErr == nil {
-			return time.Unix(int64(seconds), int64(micros)*1000), items[: n-2 : n-2], nil
+	if n := len(items); ok && n >= 3 {
+		seconds, secondsErr := decimal(items[n-3], 1<<40)
+		micros, microsErr := decimal(items[n-2], 999_999)
+		longest, longestErr := decimal(items[n-1], uint64(maxGuard/time.Millisecond))
+		if secondsErr == nil && microsErr == nil && longestErr == nil {
+			return time.Unix(int64(seconds), int64(micros)*1000), time.Duration(longest) * time.Millisecond,
+				items[: n-3 : n-3], nil
 		}
 	}
-	return time.Time{}, nil, fmt.Errorf("%w: not a timed answer: %v", ErrBadReply, answer)
+	return time.Time{}, 0, nil, fmt.Errorf("%w: not a timed answer: %v", ErrBadReply, answer)
 }
+
+// maxGuard bounds the longest guard a node may answer: far above any TTL
+// (a year) and far from overflow.
+const maxGuard = 100 * 365 * 24 * time.Hour
 
 // ClockCheck asks that a call's answer count only while the node's clock
 // is not found to run faster than MaxRate times this process's monotonic

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -52,7 +53,11 @@ const (
 // letter per risk accepted, and "a" when the node was seen to fsync its
 // append-only file on every write (see checkFsync).
 func (n *Node) guardArg(k Keys) string {
-	ms := milliseconds(k.Guard)
+	guard := k.Guard
+	if guard > 0 {
+		guard = max(guard, time.Duration(n.calls.longest.Load()))
+	}
+	ms := milliseconds(guard)
 	fsync := n.fsyncAlways.Load()
 	if k.Risks&allRisks == 0 && !fsync {
 		return ms
@@ -68,6 +73,15 @@ func (n *Node) guardArg(k Keys) string {
 		letters = append(letters, 'e')
 	}
 	return string(letters)
+}
+
+// ShareGuard makes longest the record of the longest guard any node of a
+// set answered, shared by its nodes, and marker the marker Warm reads it
+// from: a call's guard is at least that, so that a node that lost its
+// marker (and its record) waits as long as the nodes that kept it. Call
+// it before the node's first call.
+func (n *Node) ShareGuard(marker string, longest *atomic.Int64) {
+	n.marker, n.calls.longest = marker, longest
 }
 
 // checkFsync reads the node's appendfsync where the user may (CONFIG GET):

@@ -69,11 +69,12 @@ type Node struct {
 	calls   *batcher
 	// fsyncAlways: the node's appendfsync was "always" when last read.
 	fsyncAlways atomic.Bool
+	marker      string // the marker Warm reads (see ShareGuard)
 }
 
 // New wraps client as the node at position index.
 func New(index int, addr string, client Client) *Node {
-	b := &batcher{client: client, loaded: make(map[*luaScript]bool)}
+	b := &batcher{client: client, loaded: make(map[*luaScript]bool), longest: new(atomic.Int64)}
 	b.health.ping = func(ctx context.Context) error {
 		pipe := client.Pipeline()
 		ping := pipe.Ping(ctx)

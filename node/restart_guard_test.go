@@ -461,8 +461,10 @@ func TestGuard_nodeThatMayNotVoteHandsNothing(t *testing.T) {
 			short := released
 			short.Guard = time.Second
 			shortenLongest(t, admin, short.Marker)
+			unlearned := node.New(0, cluster.Addrs()[0], admin) // n learned the minute from the marker
+			t.Cleanup(unlearned.Wait)
 			for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-				got, err := n.AcquireQueued(ctx, nil, short, "w1", "w1.3", time.Minute, fairWaiter(2, time.Minute), window)
+				got, err := unlearned.AcquireQueued(ctx, nil, short, "w1", "w1.3", time.Minute, fairWaiter(2, time.Minute), window)
 				if errors.Is(err, node.ErrQuarantined) && time.Now().Before(deadline) {
 					continue
 				}

@@ -77,8 +77,15 @@ func (t *timing) probeTimeout() time.Duration {
 // A node far away then costs its first Lock a round trip, not the five of
 // a new connection and the clock's first readings.
 func (n *Node) Warm(ctx context.Context, check ClockCheck) error {
-	n.checkFsync(ctx) // first: a call's answer counts once the clock is read
-	return n.calls.run(ctx, nil, probeScript, check, nil).Err()
+	var keys []string
+	if n.marker != "" && !n.cluster {
+		keys = []string{n.marker}
+	}
+	err := n.calls.run(ctx, nil, probeScript, check, keys).Err()
+	if err == nil {
+		n.checkFsync(ctx)
+	}
+	return err
 }
 
 // ClockOffset is the node's clock minus this process's wall clock, read

@@ -45,11 +45,14 @@ func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 	c := &Client{Runtime: leases.NewRuntime(), defaults: defaults, tag: reentrant.NewID()}
 	c.longest.Store(int64(defaults.TTL))
 	c.defaults.Stretch = c.stretch
+	longest := new(atomic.Int64) // the longest guard any node records
 	for i, client := range nodes {
 		if isNil(client) {
 			return nil, fmt.Errorf("%w: node %d is a nil client", core.ErrConfig, i)
 		}
-		c.Nodes = append(c.Nodes, node.New(i, addrOf(client), client))
+		n := node.New(i, addrOf(client), client)
+		n.ShareGuard(defaults.KeyPrefix+"node", longest)
+		c.Nodes = append(c.Nodes, n)
 	}
 	c.Hub = pubsub.New(nodes, defaults.NodeTimeout)
 	c.health = newHealth(len(nodes))

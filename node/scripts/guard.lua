@@ -24,14 +24,21 @@ local function node_now()
   return node_ms
 end
 
+-- node_longest is the longest guard the node's marker records, once the
+-- guard read it: timed() answers it, and the Client lends it to every
+-- node of the set (a node that lost its marker lost the record too).
+local node_longest
+
 -- timed appends the node's TIME (seconds, microseconds) to a voting
 -- script's reply, a table, for the client's clock check (see
--- node/clock.go). Error replies do not go through it.
+-- node/clock.go), and the longest guard (ms, 0 unknown). Error replies do
+-- not go through it.
 local function timed(reply)
   node_time = node_time or redis.call('TIME')
   local n = #reply
   reply[n + 1] = node_time[1]
   reply[n + 2] = node_time[2]
+  reply[n + 3] = node_longest or 0
   return reply
 end
 
@@ -269,6 +276,7 @@ local function judged(marker, value, replication, guard_for, risks)
     end
   end
   longest = math.max(longest, guard_for)
+  node_longest = longest
   -- Keys evicted since the marker counted them (a policy that evicted and
   -- was set back): a lock key may be gone while the marker stayed.
   local evictions = f.evictions()
@@ -323,6 +331,7 @@ local function guard(marker, guard_arg)
     local since, why, stamp, longest, voted = string.match(value, '^(%d+) (%a+) (%x+) (%d+) (%d+)')
     if stamp == replid and tonumber(longest) >= guard_for then
       since, longest = tonumber(since), tonumber(longest)
+      node_longest = longest
       if since > 0 and node_now() < since + longest then
         return facts().quarantine(since, longest, why)
       elseif node_now() < tonumber(voted) + 1000 then
