@@ -46,22 +46,37 @@ type pending struct {
 	check  ClockCheck
 	cmd    *redis.Cmd
 	done   chan struct{}
+	// also, when set, adds commands to the pipeline that carries the call
+	// and returns what to do with their replies once it is back.
+	also func(redis.Pipeliner) func()
 }
 
 // run sends the script call and waits for its reply or ctx; order (may be
 // nil) learns when the call has its place in the queue. An answer that
 // fails check comes back as a *ClockQuarantine.
 func (b *batcher) run(ctx context.Context, order *Order, script *luaScript, check ClockCheck, keys []string, args ...any) *redis.Cmd {
+	return b.submit(order, &pending{ctx: ctx, script: script, keys: keys, args: args, check: check})
+}
+
+// runAlso is run with also's commands in the call's pipeline: no round
+// trip or connection of their own (see pending.also).
+func (b *batcher) runAlso(ctx context.Context, script *luaScript, check ClockCheck, keys []string,
+	also func(redis.Pipeliner) func()) *redis.Cmd {
+	return b.submit(nil, &pending{ctx: ctx, script: script, keys: keys, check: check, also: also})
+}
+
+func (b *batcher) submit(order *Order, p *pending) *redis.Cmd {
+	ctx := p.ctx
 	if err := b.health.allow(); err != nil {
 		order.placed()
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(err)
 		return cmd
 	}
-	if !b.checkClock || !script.timed {
-		check = ClockCheck{}
+	if !b.checkClock || !p.script.timed {
+		p.check = ClockCheck{}
 	}
-	p := &pending{ctx: ctx, script: script, keys: keys, args: args, check: check, done: make(chan struct{})}
+	p.done = make(chan struct{})
 	b.mu.Lock()
 	b.queue = append(b.queue, p)
 	lead := !b.running
@@ -163,14 +178,25 @@ func (b *batcher) runAlone(ctx context.Context, p *pending) *redis.Cmd {
 	b.mu.Lock()
 	loaded := b.loaded[p.script]
 	b.mu.Unlock()
-	if loaded {
+	if loaded && p.also == nil {
 		return p.script.Run(ctx, b.client, p.keys, p.args...)
 	}
 	pipe := b.client.Pipeline()
 	pipe.ScriptLoad(ctx, p.script.source)
 	cmd := pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
+	after := alsoIn(pipe, p)
 	_, _ = pipe.Exec(ctx) // the call carries its own error
+	after()
 	return cmd
+}
+
+// alsoIn adds p's also commands to pipe, and returns what to run once it
+// is back (nothing when p has none).
+func alsoIn(pipe redis.Pipeliner, p *pending) func() {
+	if p.also == nil {
+		return func() {}
+	}
+	return p.also(pipe)
 }
 
 // sendPipeline sends calls as one pipeline of EVALSHA, bounded by the
@@ -193,12 +219,17 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 		pipe.ScriptLoad(ctx, script.source)
 	}
 	cmds := make([]*redis.Cmd, len(batch))
+	afters := make([]func(), len(batch))
 	for i, p := range batch {
 		cmds[i] = pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
+		afters[i] = alsoIn(pipe, p)
 	}
 	sent := time.Now()
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	got := time.Now()
+	for _, after := range afters {
+		after()
+	}
 	answered, last := false, error(nil)
 	for i, p := range batch {
 		p.cmd = cmds[i]

@@ -51,7 +51,7 @@ const (
 
 // guardArg is the guard's argument to a script: "<ms>[:<letters>]", a
 // letter per risk accepted, and "a" when the node was seen to fsync its
-// append-only file on every write (see checkFsync).
+// append-only file on every write (see readFsync).
 func (n *Node) guardArg(k Keys) string {
 	guard := k.Guard
 	if guard > 0 {
@@ -84,17 +84,19 @@ func (n *Node) ShareGuard(marker string, longest *atomic.Int64) {
 	n.marker, n.calls.longest = marker, longest
 }
 
-// checkFsync reads the node's appendfsync where the user may (CONFIG GET):
-// a restart with an append-only file votes at once only when it is fsynced
-// on every write, which scripts cannot read.
-func (n *Node) checkFsync(ctx context.Context) {
+// readFsync asks, in the pipeline of a call (the warm-up's), for the
+// node's appendfsync where the user may (CONFIG GET): a restart with an
+// append-only file votes at once only when it is fsynced on every write,
+// which scripts cannot read.
+func (n *Node) readFsync(pipe redis.Pipeliner) func() {
 	if n.cluster {
-		return
+		return func() {}
 	}
-	pipe := n.client.Pipeline()
-	get := pipe.ConfigGet(ctx, "appendfsync")
-	if _, err := pipe.Exec(ctx); err == nil {
-		n.fsyncAlways.Store(get.Val()["appendfsync"] == "always")
+	get := pipe.ConfigGet(context.Background(), "appendfsync")
+	return func() {
+		if get.Err() == nil {
+			n.fsyncAlways.Store(get.Val()["appendfsync"] == "always")
+		}
 	}
 }
 

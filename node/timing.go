@@ -71,7 +71,7 @@ func (t *timing) probeTimeout() time.Duration {
 }
 
 // Warm opens a connection to the node, reads its appendfsync (see
-// checkFsync) and its clock (with check, so
+// readFsync) and its clock (with check, so
 // that the first call's answer can be judged at once), ahead of the first
 // call: calls made meanwhile queue behind it and share its connection.
 // A node far away then costs its first Lock a round trip, not the five of
@@ -81,11 +81,7 @@ func (n *Node) Warm(ctx context.Context, check ClockCheck) error {
 	if n.marker != "" && !n.cluster {
 		keys = []string{n.marker}
 	}
-	err := n.calls.run(ctx, nil, probeScript, check, keys).Err()
-	if err == nil {
-		n.checkFsync(ctx)
-	}
-	return err
+	return n.calls.runAlso(ctx, probeScript, check, keys, n.readFsync).Err()
 }
 
 // ClockOffset is the node's clock minus this process's wall clock, read

@@ -111,7 +111,7 @@ local function facts()
   -- f.persists: the node started with an append-only file and has not
   -- rewritten it since (AOF switched on at run time rewrites it at once).
   -- Scripts cannot read appendfsync: the client tells ("a", see
-  -- node/guard.go checkFsync).
+  -- node/guard.go readFsync).
   function f.persists()
     local text = info('persistence')
     return text ~= nil and int_field(text, 'aof_enabled') == 1 and int_field(text, 'aof_rewrites') == 0
