@@ -135,7 +135,7 @@ func TestLatencyNearTTL(t *testing.T) {
 func TestDroppedReplies(t *testing.T) {
 	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond,
 		options: []redlock.Option{redlock.WithTTL(800 * time.Millisecond)}})
-	r := c.run(5*time.Second, workload.Config{}, func(ctx context.Context) {
+	r := c.run(6500*time.Millisecond, workload.Config{}, func(ctx context.Context) {
 		every(ctx, 250*time.Millisecond, func(tick int) {
 			for k, proxies := range c.proxies {
 				n := 1 + rand.IntN(2)
