@@ -33,6 +33,21 @@ func BenchmarkLockUnlock(b *testing.B) {
 	}
 }
 
+// BenchmarkLockUnlock_oldNodes is BenchmarkLockUnlock at N=5 on nodes up
+// longer than the restart guard (a 2 s TTL, nodes 3.5 s old): the guard's
+// steady state, where it reads no more than its hot path.
+func BenchmarkLockUnlock_oldNodes(b *testing.B) {
+	cluster := redistest.Start(b, 5)
+	time.Sleep(3500 * time.Millisecond)
+	c, err := newBenchClient(b, cluster, redlock.WithTTL(2*time.Second))
+	if err != nil {
+		b.Fatal(err)
+	}
+	before := redisCPU(b, cluster)
+	lockUnlock(b, c.Mutex("bench"))
+	b.ReportMetric(float64((redisCPU(b, cluster)-before).Microseconds())/float64(b.N), "redis-cpu-µs/op")
+}
+
 // redisCPU is the CPU time (INFO cpu, user + sys) every node has used.
 func redisCPU(b *testing.B, cluster *redistest.Cluster) time.Duration {
 	var total time.Duration
