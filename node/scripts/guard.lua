@@ -83,9 +83,13 @@ local function facts()
   local function int_field(info, name)
     return tonumber(string.match(info, '\n' .. name .. ':(%-?%d+)'))
   end
+  local sections = {} -- each INFO section read once per call
   local function info(section)
-    local text = redis.pcall('INFO', section)
-    return type(text) == 'string' and text or nil
+    if sections[section] == nil then
+      local text = redis.pcall('INFO', section)
+      sections[section] = type(text) == 'string' and text or false
+    end
+    return sections[section] or nil
   end
   local function called(stats, names)
     for _, name in ipairs(names) do
