@@ -182,7 +182,9 @@ func (b *batcher) runAlone(ctx context.Context, p *pending) *redis.Cmd {
 		return p.script.Run(ctx, b.client, p.keys, p.args...)
 	}
 	pipe := b.client.Pipeline()
-	pipe.ScriptLoad(ctx, p.script.source)
+	if !loaded {
+		pipe.ScriptLoad(ctx, p.script.source)
+	}
 	cmd := pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
 	after := alsoIn(pipe, p)
 	_, _ = pipe.Exec(ctx) // the call carries its own error
