@@ -1,9 +1,7 @@
 package redlock_test
 
 import (
-	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -127,41 +125,12 @@ func TestFencing_tokensIncreaseAfterTheClockAheadLeft(t *testing.T) {
 func TestFencing_tokensIncreaseWithAClockAheadAcrossAnEmptyRestart(t *testing.T) {
 	cluster := redistest.Start(t, 5)
 	clockAhead(t, cluster, 4)
-	ctx := testContext(t)
 	check := checker.New()
-	const clients, goroutines, grants = 3, 3, 150
-	var done atomic.Int64
 	var reported atomic.Bool // the first inflated token only
-	restarted := make(chan struct{})
-	var wg sync.WaitGroup
-	for range clients {
-		m := newClient(t, cluster, redlock.WithFencing()).Mutex("fenced")
-		for range goroutines {
-			wg.Go(func() {
-				for done.Load() < grants {
-					lease, err := m.Lock(ctx)
-					if err != nil {
-						t.Errorf("Lock: %v", err)
-						return
-					}
-					record(check, "fenced", lease, time.Now())
-					if message := inflated("a grant", lease.Token()); message != "" && !reported.Swap(true) {
-						t.Error(message)
-					}
-					if done.Add(1) == grants/2 {
-						close(restarted)
-					}
-					_ = lease.Unlock(context.Background())
-				}
-			})
-		}
-	}
-	wg.Go(func() {
-		<-restarted
-		if err := cluster.Nodes[4].Restart(false); err != nil {
-			t.Errorf("restart: %v", err)
+	fencedGrantsAcrossARestart(t, cluster, 4, 3, 3, 150, check, func(lease *redlock.Lease) {
+		if message := inflated("a grant", lease.Token()); message != "" && !reported.Swap(true) {
+			t.Error(message)
 		}
 	})
-	wg.Wait()
-	requireGrants(t, check, grants)
+	requireGrants(t, check, 150)
 }

@@ -18,9 +18,19 @@ import (
 // empty (its counter starts again from zero) halfway through.
 func TestFencing_tokensIncreaseAcrossAnEmptyRestart(t *testing.T) {
 	cluster := redistest.Start(t, 5)
-	ctx := testContext(t)
 	check := checker.New()
-	const clients, goroutines, grants = 3, 4, 300
+	fencedGrantsAcrossARestart(t, cluster, 2, 3, 4, 300, check, nil)
+	requireGrants(t, check, 300)
+}
+
+// fencedGrantsAcrossARestart has goroutines per each of clients Clients
+// lock and unlock "fenced" with fencing until grants were made, restarting
+// node restart empty at half of them; each grant goes to check and to
+// onGrant (when not nil).
+func fencedGrantsAcrossARestart(t *testing.T, cluster *redistest.Cluster, restart, clients, goroutines int, grants int64,
+	check *checker.Checker, onGrant func(*redlock.Lease)) {
+	t.Helper()
+	ctx := testContext(t)
 	var done atomic.Int64
 	restarted := make(chan struct{})
 	var wg sync.WaitGroup
@@ -36,6 +46,9 @@ func TestFencing_tokensIncreaseAcrossAnEmptyRestart(t *testing.T) {
 						return
 					}
 					record(check, "fenced", lease, time.Now())
+					if onGrant != nil {
+						onGrant(lease)
+					}
 					if done.Add(1) == grants/2 {
 						close(restarted)
 					}
@@ -46,12 +59,11 @@ func TestFencing_tokensIncreaseAcrossAnEmptyRestart(t *testing.T) {
 	}
 	wg.Go(func() {
 		<-restarted
-		if err := cluster.Nodes[2].Restart(false); err != nil {
+		if err := cluster.Nodes[restart].Restart(false); err != nil {
 			t.Errorf("restart: %v", err)
 		}
 	})
 	wg.Wait()
-	requireGrants(t, check, grants)
 }
 
 func TestFencing_tokenIsZeroWithoutFencing(t *testing.T) {

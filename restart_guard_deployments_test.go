@@ -3,14 +3,12 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/faultproxy"
 	"github.com/quorumlock/redlock/internal/redisproc"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/redis/go-redis/v9"
@@ -41,36 +39,6 @@ func neverGrantedBefore(t *testing.T, ctx context.Context, b *redlock.Mutex, end
 	}
 }
 
-// startReplica starts a replica of primary, undeclared, linked through a
-// proxy (to break the link), and waits until it holds primary's data.
-func startReplica(t *testing.T, primary *redisproc.Server) (*redisproc.Server, *faultproxy.Proxy) {
-	t.Helper()
-	primaryAdmin := redis.NewClient(&redis.Options{Addr: primary.Addr()})
-	defer primaryAdmin.Close()
-	if err := primaryAdmin.ConfigSet(context.Background(), "repl-diskless-sync-delay", "0").Err(); err != nil {
-		t.Fatal(err)
-	}
-	link, err := faultproxy.New(primary.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = link.Close() })
-	port := strings.TrimPrefix(link.Addr(), "127.0.0.1:")
-	replica, err := redisproc.Start(redisproc.Config{Dir: filepath.Join(t.TempDir(), "replica"),
-		Args: []string{"--replicaof", "127.0.0.1", port}, Undeclared: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = replica.Kill() })
-	admin := redis.NewClient(&redis.Options{Addr: replica.Addr()})
-	t.Cleanup(func() { _ = admin.Close() })
-	waitFor(t, 10*time.Second, "the replica in sync", func() bool {
-		info, _ := admin.Info(context.Background(), "replication").Result()
-		return strings.Contains(info, "master_link_status:up")
-	})
-	return replica, link
-}
-
 // Members are primaries with a replica; the replicas of two of three miss
 // A's grant (paused), their primaries die, and they are promoted
 // (REPLICAOF NO ONE, as Sentinel does). The promoted nodes hold the
@@ -83,8 +51,8 @@ func TestGuard_failoverToReplicasThatMissedAGrant(t *testing.T) {
 	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithRestartGuard(ttl), redlock.WithWatchdog(false)}
 	warm := newClient(t, cluster, opts...)
 	mustUnlock(t, mustLock(t, ctx, warm.Mutex("warm"))) // the markers, stamped, reach the replicas
-	replica0, link0 := startReplica(t, cluster.Nodes[0])
-	replica1, link1 := startReplica(t, cluster.Nodes[1])
+	replica0, link0, _ := redistest.StartReplica(t, cluster.Admin(t, 0))
+	replica1, link1, _ := redistest.StartReplica(t, cluster.Admin(t, 1))
 	replicas := []*redisproc.Server{replica0, replica1}
 	time.Sleep(ttl + 500*time.Millisecond) // the replicas are up longer than the guard
 	link0.Cut()

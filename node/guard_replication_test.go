@@ -3,13 +3,10 @@ package node_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/redisproc"
 	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
@@ -17,38 +14,6 @@ import (
 
 // The restart guard against what replication does to a node's
 // replication id, which the marker is stamped with (scripts/guard.lua).
-
-// replicaOf starts an undeclared replica of primary, linked through a
-// proxy (to break the link), and waits until it is in sync.
-func replicaOf(t *testing.T, primary *redis.Client, addr string) (*redisproc.Server, *faultproxy.Proxy, *redis.Client) {
-	t.Helper()
-	if err := primary.ConfigSet(context.Background(), "repl-diskless-sync-delay", "0").Err(); err != nil {
-		t.Fatal(err)
-	}
-	link, err := faultproxy.New(addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = link.Close() })
-	port := strings.TrimPrefix(link.Addr(), "127.0.0.1:")
-	replica, err := redisproc.Start(redisproc.Config{Dir: filepath.Join(t.TempDir(), "replica"),
-		Args: []string{"--replicaof", "127.0.0.1", port}, Undeclared: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = replica.Kill() })
-	admin := redis.NewClient(&redis.Options{Addr: replica.Addr()})
-	t.Cleanup(func() { _ = admin.Close() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		info, _ := admin.Info(context.Background(), "replication").Result()
-		if strings.Contains(info, "master_link_status:up") {
-			return replica, link, admin
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("replica not in sync: %s", info)
-		}
-	}
-}
 
 // A declared node whose replication id changes because its first replica
 // attaches (Redis draws a new one with the backlog) lost nothing: it
@@ -63,7 +28,7 @@ func TestGuard_firstReplicaKeepsTheNodeVoting(t *testing.T) {
 		t.Fatalf("Acquire on the declared node = %+v, %v", got, err)
 	}
 	before := replID(t, admin)
-	replicaOf(t, admin, cluster.Addrs()[0])
+	redistest.StartReplica(t, admin)
 	if after := replID(t, admin); after == before {
 		t.Fatalf("replication id %s unchanged by the first replica: the test no longer shows the case", after)
 	}
@@ -86,7 +51,7 @@ func TestGuard_forcedFailoverToAReplicaThatMissedAGrant(t *testing.T) {
 	if got, err := primary.Acquire(ctx, nil, keys, "warm", "h0", time.Second); err != nil || !got.Granted {
 		t.Fatalf("Acquire = %+v, %v", got, err) // the marker, stamped, reaches the replica
 	}
-	replica, link, replicaAdmin := replicaOf(t, admin, cluster.Addrs()[0])
+	replica, link, replicaAdmin := redistest.StartReplica(t, admin)
 	time.Sleep(keys.Guard + 500*time.Millisecond) // the replica is up longer than the guard
 	link.Cut()
 	if got, err := primary.Acquire(ctx, nil, keys, "a", "h1", time.Minute); err != nil || !got.Granted {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock/internal/faultproxy"
 	"github.com/quorumlock/redlock/internal/redisproc"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -197,5 +198,39 @@ func clientOptions(addr string, timeout time.Duration) *redis.Options {
 		ContextTimeoutEnabled:    true,
 		DialerRetries:            1,
 		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+	}
+}
+
+// StartReplica starts an undeclared replica of the node at primary, linked
+// through a fault proxy (to break the link), and waits until it is in
+// sync. It returns the replica, the proxy and an admin client of the
+// replica; all are closed at cleanup.
+func StartReplica(t testing.TB, primary *redis.Client) (*redisproc.Server, *faultproxy.Proxy, *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	if err := primary.ConfigSet(ctx, "repl-diskless-sync-delay", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	link, err := faultproxy.New(primary.Options().Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = link.Close() })
+	port := strings.TrimPrefix(link.Addr(), "127.0.0.1:")
+	replica, err := redisproc.Start(redisproc.Config{Dir: filepath.Join(t.TempDir(), "replica"),
+		Args: []string{"--replicaof", "127.0.0.1", port}, Undeclared: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = replica.Kill() })
+	admin := newClient(t, replica.Addr(), adminTimeout)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		info, _ := admin.Info(ctx, "replication").Result()
+		if strings.Contains(info, "master_link_status:up") {
+			return replica, link, admin
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("redistest: replica not in sync: %s", info)
+		}
 	}
 }
