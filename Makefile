@@ -6,7 +6,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test race examples demo bench vet fmt-check integration chaos compose-demo compose-clean model model-small fuzz
+.PHONY: test race examples demo bench vet fmt-check integration chaos chaos-failover compose-demo compose-clean model model-small fuzz topology valkey
 
 ## test: formatting, go vet, every test with the race detector on real
 ## redis-server nodes (scripts/race.sh), the examples, a short fuzz run of
@@ -86,6 +86,18 @@ bench:
 	$(GO) run golang.org/x/perf/cmd/benchstat@latest bench.out
 	COUNT=$(COUNT) ./bench/run.sh
 
+## topology: the slower suites of the deployments users run (topology/,
+## build tag topology): members that are 3-shard Redis Clusters, members
+## that are a master with replicas failed over by redis-sentinel. Needs
+## redis-server and redis-sentinel; .ci/run runs it after make test.
+topology:
+	$(GO) test -tags topology -count=1 -timeout 20m ./topology/...
+
+## valkey: the Redis-backed suites again, on valkey-server instead of
+## redis-server (scripts/valkey.sh); .ci/run runs it after make test.
+valkey:
+	GO="$(GO)" bash scripts/valkey.sh
+
 ## integration: the Docker-backed suite (integration/, a nested module): five Redis
 ## containers, each fault on a minority while two Clients contend. Skips without
 ## Docker unless CI=true or REDLOCK_REQUIRE_DOCKER=1.
@@ -100,6 +112,13 @@ DURATION ?= 60s
 chaos:
 	./docker/build-image.sh
 	cd integration && $(GO) run ./cmd/chaos -duration $(DURATION) $(if $(SEED),-seed $(SEED))
+
+## chaos-failover: the chaos run on a replicated topology: each member a
+## master, a replica and a sentinel, in containers, with failovers among
+## the faults; then its negative control (restart guard off).
+chaos-failover:
+	./docker/build-image.sh
+	cd integration && $(GO) run ./cmd/chaos -topology replicated -duration $(DURATION) $(if $(SEED),-seed $(SEED))
 
 ## compose-demo: the demo inside Docker against docker-compose.yml's five nodes.
 ## The images are kept for the next run (rebuilt only when their inputs
@@ -118,6 +137,7 @@ compose-clean:
 
 vet:
 	$(GO) vet $(PKGS)
+	$(GO) vet -tags topology ./topology/...
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
