@@ -33,6 +33,9 @@ type batcher struct {
 	// (off on a Redis Cluster or Ring, whose shards each have their own).
 	checkClock bool
 	clock      clock
+	// scatter: a Redis Cluster or Ring, a script cache per shard (see
+	// scatter.go).
+	scatter bool
 	// longest: the longest guard any node of the set answered (see
 	// Node.ShareGuard), shared by the set's nodes.
 	longest *atomic.Int64
@@ -175,6 +178,9 @@ func (b *batcher) sendQueued() {
 // the script; or, when the script is not known to be loaded, SCRIPT LOAD
 // and EVALSHA in one pipeline, one round trip instead of a NOSCRIPT's two.
 func (b *batcher) runAlone(ctx context.Context, p *pending) *redis.Cmd {
+	if b.scatter {
+		return b.runScattered(ctx, p)
+	}
 	b.mu.Lock()
 	loaded := b.loaded[p.script]
 	b.mu.Unlock()
@@ -217,6 +223,10 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 		}
 	}
 	b.mu.Unlock()
+	if b.scatter {
+		b.loadEverywhere(ctx, loading)
+		loading = nil
+	}
 	for _, script := range loading {
 		pipe.ScriptLoad(ctx, script.source)
 	}
@@ -228,10 +238,13 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	}
 	sent := time.Now()
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	got := time.Now()
 	for _, after := range afters {
 		after()
 	}
+	if b.scatter {
+		b.evalUncached(ctx, batch, cmds)
+	}
+	got := time.Now()
 	answered, last := false, error(nil)
 	for i, p := range batch {
 		p.cmd = cmds[i]
@@ -324,6 +337,9 @@ func (b *batcher) judge(batch []*pending, sent, got time.Time) {
 
 // markLoaded records what a call's outcome says of the script cache.
 func (b *batcher) markLoaded(script *luaScript, err error) {
+	if b.scatter {
+		return // a shard's answer says nothing of the others' caches
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {

@@ -86,6 +86,7 @@ func New(index int, addr string, client Client) *Node {
 	// On a Cluster or Ring, scripts of different slots run on different
 	// shards, each with its own clock: there the clock is not checked.
 	b.checkClock = !cluster && !ring
+	b.scatter = cluster || ring
 	return &Node{index: index, addr: addr, client: client, cluster: cluster, calls: b}
 }
 

@@ -1,0 +1,76 @@
+package node
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A Redis Cluster (or Ring) member runs each script on the shard of its
+// keys, and each shard has a script cache of its own, while a SCRIPT LOAD
+// in a pipeline goes to any one shard. There a script not known loaded is
+// loaded on every shard first (ClusterClient.ScriptLoad does), and a
+// NOSCRIPT (a shard restarted, failed over or added since) is answered by
+// EVAL on that shard: no call fails for a cache it cannot see.
+
+// loadEverywhere loads scripts on every shard; a script whose load failed
+// stays not known loaded (its calls fall back to EVAL where needed).
+func (b *batcher) loadEverywhere(ctx context.Context, scripts []*luaScript) {
+	for _, script := range scripts {
+		if b.client.ScriptLoad(ctx, script.source).Err() == nil {
+			b.mu.Lock()
+			b.loaded[script] = true
+			b.mu.Unlock()
+		}
+	}
+}
+
+// runScattered is runAlone on a Cluster or Ring member.
+func (b *batcher) runScattered(ctx context.Context, p *pending) *redis.Cmd {
+	b.mu.Lock()
+	loaded := b.loaded[p.script]
+	b.mu.Unlock()
+	if !loaded {
+		b.loadEverywhere(ctx, []*luaScript{p.script})
+	}
+	pipe := b.client.Pipeline()
+	cmd := pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
+	after := alsoIn(pipe, p)
+	_, _ = pipe.Exec(ctx) // the call carries its own error
+	after()
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		b.forget(p.script)
+		cmd = b.client.Eval(ctx, p.script.source, p.keys, p.args...)
+	}
+	return cmd
+}
+
+// evalUncached runs again, by EVAL, each call of a pipeline that a shard
+// answered NOSCRIPT: it did not run. Calls on one lock never share a
+// pipeline with a call they must follow (a release waits for its
+// acquire's reply), so running these after the rest reorders nothing that
+// matters.
+func (b *batcher) evalUncached(ctx context.Context, batch []*pending, cmds []*redis.Cmd) {
+	var pipe redis.Pipeliner
+	for i, p := range batch {
+		if !redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+			continue
+		}
+		if pipe == nil {
+			pipe = b.client.Pipeline()
+		}
+		b.forget(p.script)
+		cmds[i] = pipe.Eval(ctx, p.script.source, p.keys, p.args...)
+	}
+	if pipe != nil {
+		_, _ = pipe.Exec(ctx) // each command carries its own error
+	}
+}
+
+// forget marks script as not known loaded, so that the next call loads it
+// on every shard again.
+func (b *batcher) forget(script *luaScript) {
+	b.mu.Lock()
+	b.loaded[script] = false
+	b.mu.Unlock()
+}
