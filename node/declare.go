@@ -61,18 +61,18 @@ func (e *NotNew) Is(target error) bool { return target == ErrNotNew }
 // refuses (a *NotNew) a node that holds a key under prefix, loaded keys
 // from disk at its start (or cannot say), dropped keys since (a flush, an
 // eviction), whose marker records a loss, or that voted within the
-// longest guard asked of it; and a Redis Cluster (one marker per slot
-// there: wait for the guard). A node restarted empty looks brand-new all
-// the same: DeclareSet judges a whole set, and declares it only if no
-// node shows that it served a lock.
+// longest guard asked of it. A Redis Cluster member is declared shard by
+// shard, a marker for every slot each serves (see declareCluster). A node
+// restarted empty looks brand-new all the same: DeclareSet judges a whole
+// set, and declares it only if no node shows that it served a lock.
 func Declare(ctx context.Context, client redis.Scripter, prefix string) error {
 	return declareNode(ctx, client, prefix, "declare")
 }
 
 // declareNode runs declare.lua in mode "check" (no write) or "declare".
 func declareNode(ctx context.Context, client redis.Scripter, prefix, mode string) error {
-	if _, cluster := client.(*redis.ClusterClient); cluster {
-		return errors.New("a Redis Cluster cannot be declared new: its nodes vote a restart guard after they start")
+	if cluster, ok := client.(*redis.ClusterClient); ok {
+		return declareCluster(ctx, cluster, prefix, mode)
 	}
 	marker := prefix + "node"
 	reply, err := declareScript.Run(ctx, client, []string{marker}, globEscape(prefix)+"*", marker, mode).Result()

@@ -30,7 +30,7 @@ const (
 	WhyFlushed   = "flushed"   // no marker after a flush, swap, eviction or DEBUG
 	WhyFailover  = "failover"  // promoted (REPLICAOF, FAILOVER) since it started, seen at Since
 	WhyUnknown   = "unknown"   // no marker, and INFO is refused (ACL or rename): cannot tell
-	WhyCluster   = "cluster"   // a Redis Cluster node without its slot's marker: the slot may have moved
+	WhyCluster   = "cluster"   // a Redis Cluster shard without its slot's marker, whose slots may have come from elsewhere
 	WhyLost      = "lost"      // a marker made by an older version
 )
 
@@ -162,8 +162,9 @@ func (q *Quarantine) Error() string {
 			"since it started, seen at %s: it may lack writes its old primary acknowledged; votes again at %s",
 			at(q.Since), at(q.Until))
 	case WhyCluster:
-		return fmt.Sprintf("quarantined: a Redis Cluster node without its slot's marker at %s (the slot's data may have "+
-			"moved or failed over), votes again at %s", at(q.Since), at(q.Until))
+		return fmt.Sprintf("quarantined: a Redis Cluster shard without its slot's marker at %s, whose slots may have come "+
+			"from elsewhere since it started (CLUSTER ADDSLOTS or SETSLOT, a migration, a failover): votes again at %s; "+
+			"a brand-new Cluster member votes at once after `redlock init`", at(q.Since), at(q.Until))
 	case WhyUnknown:
 		return fmt.Sprintf("quarantined: its marker was missing at %s and INFO is refused (ACL or rename), so it cannot "+
 			"tell why; votes again at %s (allow INFO to the lock's user)", at(q.Since), at(q.Until))
@@ -265,18 +266,23 @@ func crc16(s string) uint16 {
 	return crc
 }
 
-var slotTags sync.Map // slot → the shortest decimal string hashing to it
+var (
+	slotTagsOnce sync.Once
+	slotTags     [16384]string // slot → the first decimal string hashing to it
+)
 
-// slotTag is a short string whose hash tag puts a key in slot.
+// slotTag is a short string whose hash tag puts a key in slot. The table
+// is filled in one pass (about 160,000 hashes), as a declaration of a
+// Cluster member needs every slot's.
 func slotTag(slot uint16) string {
-	if tag, ok := slotTags.Load(slot); ok {
-		return tag.(string)
-	}
-	for i := 0; ; i++ {
-		tag := strconv.Itoa(i)
-		if crc16(tag)%16384 == slot {
-			slotTags.Store(slot, tag)
-			return tag
+	slotTagsOnce.Do(func() {
+		for i, left := 0, len(slotTags); left > 0; i++ {
+			tag := strconv.Itoa(i)
+			if s := crc16(tag) % 16384; slotTags[s] == "" {
+				slotTags[s] = tag
+				left--
+			}
 		}
-	}
+	})
+	return slotTags[slot%16384]
 }

@@ -128,6 +128,17 @@ local function facts()
     local text = info('cluster')
     return text == nil or int_field(text, 'cluster_enabled') ~= 0
   end
+  -- f.slots_came: a Cluster node may serve a slot whose data lived
+  -- elsewhere since its start: promoted (replid2 set: failover, or data
+  -- loaded from disk), or slots assigned or imported by command. Without
+  -- these, a slot it serves without a marker never had one here.
+  function f.slots_came(replid2)
+    local stats = info('commandstats')
+    return stats == nil or (replid2 or '') ~= string.rep('0', 40)
+      or called(stats, { 'cluster|setslot', 'cluster|addslots', 'cluster|addslotsrange', 'cluster|delslots',
+        'cluster|delslotsrange', 'cluster|failover', 'cluster|reset', 'cluster|replicate', 'restore',
+        'restore-asking' })
+  end
   -- f.promoted: the node's role may have changed since its start
   -- (REPLICAOF, FAILOVER, a Cluster failover; CONFIG RESETSTAT, before
   -- Redis 7 any CONFIG, would hide them): it may lack writes its old
@@ -288,7 +299,9 @@ local function judged(marker, value, replication, guard_for, risks)
     since, why = math.max(since, now), 'flushed'
   end
   if since == nil then
-    local start, dropped = f.start(), f.dropped() or (f.cluster() and 'cluster')
+    local start = f.start()
+    local dropped = f.dropped()
+      or (f.cluster() and f.slots_came(string.match(replication, '\nmaster_replid2:(%x+)')) and 'cluster')
     since, why = start or now, 'new'
     if dropped or not start then
       since, why = now, dropped or 'unknown'

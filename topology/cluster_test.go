@@ -1,0 +1,208 @@
+//go:build topology
+
+package topology_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/node"
+	"github.com/redis/go-redis/v9"
+)
+
+// clusterMembers starts n members, each a brand-new Redis Cluster of 3
+// shards, and returns them with a ClusterClient of each.
+func clusterMembers(t *testing.T, n int) ([]*redistest.RedisCluster, []redis.UniversalClient) {
+	t.Helper()
+	members := make([]*redistest.RedisCluster, n)
+	clients := make([]redis.UniversalClient, n)
+	for i := range n {
+		members[i] = redistest.StartRedisCluster(t, 3)
+		clients[i] = members[i].Client(t)
+	}
+	return members, clients
+}
+
+// declare runs what `redlock init` runs on the members.
+func declare(t *testing.T, clients []redis.UniversalClient) {
+	t.Helper()
+	scripters := make([]redis.Scripter, len(clients))
+	for i, c := range clients {
+		scripters[i] = c
+	}
+	if err := node.DeclareSet(context.Background(), scripters, redlock.DefaultKeyPrefix); err != nil {
+		t.Fatalf("declaring the Cluster members: %v", err)
+	}
+}
+
+func newLockClient(t *testing.T, clients []redis.UniversalClient, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.New(clients, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// A brand-new Cluster member does not vote for a slot it cannot prove
+// unseen, and says to run init; after init, every new name's first
+// TryLock is granted at once (no slot waits out a guard) and unlocks.
+func TestCluster_newNamesVoteAtOnceAfterInit(t *testing.T) {
+	_, clients := clusterMembers(t, 3)
+	c := newLockClient(t, clients)
+	ctx := context.Background()
+	_, err := c.Mutex("before-init").TryLock(ctx)
+	if !errors.Is(err, redlock.ErrQuarantined) || !strings.Contains(err.Error(), "redlock init") {
+		t.Fatalf("TryLock on undeclared Cluster members: %v; want ErrQuarantined naming redlock init", err)
+	}
+	declare(t, clients)
+	for i := range 200 {
+		lease, err := c.Mutex(fmt.Sprintf("new-%d", i)).TryLock(ctx)
+		if err != nil {
+			t.Fatalf("first TryLock of new name %d after init: %v", i, err)
+		}
+		if err := lease.Unlock(ctx); err != nil {
+			t.Fatalf("Unlock of new name %d: %v", i, err)
+		}
+	}
+}
+
+// 1,000 Lock+Unlock by 8 workers on new names, while every shard's script
+// cache is flushed twice (as a shard restart or failover empties it): no
+// call fails, NOSCRIPT or otherwise.
+func TestCluster_noCallFailsForTheScriptCache(t *testing.T) {
+	members, clients := clusterMembers(t, 3)
+	declare(t, clients)
+	c := newLockClient(t, clients)
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	errs := make(chan error, 1000)
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < 1000; i += 8 {
+				if i == 300 || i == 700 {
+					flushScripts(t, members)
+				}
+				lease, err := c.Mutex(fmt.Sprintf("n-%d", i)).Lock(ctx)
+				if err == nil {
+					err = lease.Unlock(ctx)
+				}
+				if err != nil {
+					errs <- fmt.Errorf("cycle %d: %w", i, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func flushScripts(t *testing.T, members []*redistest.RedisCluster) {
+	for _, m := range members {
+		for j := range m.Shards {
+			if err := m.Admin(t, j).ScriptFlush(context.Background()).Err(); err != nil {
+				t.Errorf("SCRIPT FLUSH: %v", err)
+			}
+		}
+	}
+}
+
+// namesOnShard returns n lock names whose keys hash to the slots of shard
+// j of member m.
+func namesOnShard(t *testing.T, m *redistest.RedisCluster, j, n int, tag string) []string {
+	t.Helper()
+	var names []string
+	for i := 0; len(names) < n; i++ {
+		name := fmt.Sprintf("%s-%d", tag, i)
+		slot, err := m.Admin(t, j).ClusterKeySlot(context.Background(), name).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.ShardOf(int(slot)) == j {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// A shard restarted empty under a live lease does not vote for any of its
+// slots until the guard has passed since its start: with the lock's shard
+// restarted on two of three members, nobody else gets the lock while the
+// lease lasts; once the guard has passed the restarted shards vote again.
+func TestCluster_shardRestartedEmptyUnderALiveLease(t *testing.T) {
+	const ttl = 3 * time.Second
+	members, clients := clusterMembers(t, 3)
+	declare(t, clients)
+	ctx := context.Background()
+	name := namesOnShard(t, members[0], 1, 1, "held")[0]
+	holder := newLockClient(t, clients, redlock.WithTTL(ttl), redlock.WithWatchdog(false))
+	if _, err := holder.Mutex(name).Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	validUntil := time.Now().Add(ttl)
+	for _, m := range members[:2] {
+		if err := m.Shards[1].Restart(false); err != nil {
+			t.Fatal(err)
+		}
+		m.WaitOK(t)
+	}
+	other := newLockClient(t, clients, redlock.WithTTL(ttl))
+	deadline := time.Now().Add(ttl + 10*time.Second)
+	for {
+		lease, err := other.Mutex(name).TryLock(ctx)
+		if err == nil {
+			if time.Now().Before(validUntil) {
+				t.Fatalf("a second owner got %q %v before the first lease ended", name, time.Until(validUntil))
+			}
+			_ = lease.Unlock(ctx)
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted shards did not vote again a guard after their start: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// A shard restarted empty votes, once the guard has passed since its
+// start, for slots it has never seen (nothing came to it since from
+// elsewhere): no new name waits out a guard of its own. Before that, it
+// says it restarted.
+func TestCluster_restartedShardVotesForUnseenSlotsAfterItsGuard(t *testing.T) {
+	const ttl = 5 * time.Second
+	members, clients := clusterMembers(t, 1)
+	declare(t, clients)
+	c := newLockClient(t, clients, redlock.WithTTL(ttl))
+	ctx := context.Background()
+	names := namesOnShard(t, members[0], 0, 20, "unseen")
+	restarted := time.Now()
+	if err := members[0].Shards[0].Restart(false); err != nil {
+		t.Fatal(err)
+	}
+	members[0].WaitOK(t)
+	_, err := c.Mutex(names[0]).TryLock(ctx)
+	var q *node.Quarantine
+	if !errors.As(err, &q) || q.Why != node.WhyNew {
+		t.Fatalf("TryLock %v after the shard's restart: %v; want a quarantine, new since its start",
+			time.Since(restarted), err)
+	}
+	time.Sleep(time.Until(q.Until) + 100*time.Millisecond)
+	for _, name := range names[1:] {
+		lease, err := c.Mutex(name).TryLock(ctx)
+		if err != nil {
+			t.Fatalf("TryLock of %q, a slot the restarted shard never saw, a guard after its start: %v", name, err)
+		}
+		_ = lease.Unlock(ctx)
+	}
+}
