@@ -27,9 +27,12 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 
 // Dial makes one go-redis client per URL (redis:// or rediss://, with
 // user, password and database as go-redis's ParseURL reads them) and
-// returns a Client that owns them: Close closes them. Like New, it
-// connects to every node in the background; it returns once a quorum
-// answered, or after the node timeout. A node that is down is not an error
+// returns a Client that owns them: Close closes them. A URL whose query
+// names a master is a Sentinel-managed node, dialled as go-redis's
+// ParseFailoverURL reads it (a failover client):
+// redis://sentinel1:26379?master_name=mymaster&addr=sentinel2:26379.
+// Like New, it connects to every node in the background; it returns once a
+// quorum answered, or after the node timeout. A node that is down is not an error
 // here; the first Lock or TryLock reports unreachable nodes as *NodeError.
 // Only a malformed URL or option is (ErrConfig). Each client keeps a pool
 // of four connections (pool_size in a URL overrides it), so go-redis logs

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -68,46 +69,20 @@ func Dial(urls []string, opts ...core.Option) (*Client, error) {
 		return nil, fmt.Errorf("%w: no nodes", core.ErrConfig)
 	}
 	resolved := core.DefaultSettings().With(opts)
-	timeout := resolved.NodeTimeout
 	clients := make([]redis.UniversalClient, 0, len(urls))
 	closeAll := func() {
 		for _, client := range clients {
 			_ = client.Close()
 		}
 	}
-	for i, url := range urls {
-		options, err := redis.ParseURL(url)
+	for i, raw := range urls {
+		client, err := dialNode(raw, resolved)
 		if err != nil {
 			closeAll()
 			// The URL itself is not echoed: it may carry a password.
-			return nil, fmt.Errorf("%w: node %d: %v", core.ErrConfig, i, redactURLError(err, url))
+			return nil, fmt.Errorf("%w: node %d: %v", core.ErrConfig, i, redactURLError(err, raw))
 		}
-		if options.TLSConfig != nil && resolved.TLS != nil {
-			serverName := options.TLSConfig.ServerName
-			options.TLSConfig = resolved.TLS.Clone()
-			if options.TLSConfig.ServerName == "" {
-				options.TLSConfig.ServerName = serverName
-			}
-		}
-		options.ContextTimeoutEnabled = true
-		// One dial per call: the lock retries on its own schedule, and a
-		// dead node must fail its call at once, not after go-redis's
-		// dial backoff has eaten the node timeout.
-		options.DialerRetries = 1
-		// No command retries either: a retried acquire is a second copy
-		// on another connection, and the first may still arrive after the
-		// release (see release.lua's tombstones); the lock retries itself.
-		options.MaxRetries = -1
-		if options.PoolSize == 0 { // no pool_size in the URL
-			options.PoolSize = dialPoolSize
-			options.PipelinePoolSize = -1 // pipelines share that pool
-		}
-		if timeout > 0 {
-			options.DialTimeout = timeout
-			options.ReadTimeout = timeout
-			options.WriteTimeout = timeout
-		}
-		clients = append(clients, redis.NewClient(options))
+		clients = append(clients, client)
 	}
 	c, err := New(clients, opts...)
 	if err != nil {
@@ -115,8 +90,67 @@ func Dial(urls []string, opts ...core.Option) (*Client, error) {
 		return nil, err
 	}
 	c.owned = clients
-	c.awaitWarm(c.warmed, timeout)
+	c.awaitWarm(c.warmed, resolved.NodeTimeout)
 	return c, nil
+}
+
+// dialNode makes the client of one of Dial's URLs: a Sentinel failover
+// client when its query names a master (master_name=, the form of go-redis's
+// ParseFailoverURL), else a client of that one node. Both get dialOptions.
+func dialNode(raw string, resolved core.Settings) (*redis.Client, error) {
+	if parsed, err := url.Parse(raw); err != nil || !parsed.Query().Has("master_name") {
+		options, err := redis.ParseURL(raw)
+		if err != nil {
+			return nil, err
+		}
+		dialOptions(options, resolved)
+		return redis.NewClient(options), nil
+	}
+	f, err := redis.ParseFailoverURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	if f.MasterName == "" {
+		return nil, fmt.Errorf("master_name is empty")
+	}
+	// The same choices as a node's client, made in one place: dialOptions.
+	o := &redis.Options{TLSConfig: f.TLSConfig, PoolSize: f.PoolSize, PipelinePoolSize: f.PipelinePoolSize,
+		DialTimeout: f.DialTimeout, ReadTimeout: f.ReadTimeout, WriteTimeout: f.WriteTimeout}
+	dialOptions(o, resolved)
+	f.TLSConfig, f.PoolSize, f.PipelinePoolSize = o.TLSConfig, o.PoolSize, o.PipelinePoolSize
+	f.DialTimeout, f.ReadTimeout, f.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
+	f.ContextTimeoutEnabled, f.DialerRetries, f.MaxRetries = o.ContextTimeoutEnabled, o.DialerRetries, o.MaxRetries
+	return redis.NewFailoverClient(f), nil
+}
+
+// dialOptions sets what Dial decides for every client it makes, over what
+// the URL said.
+func dialOptions(options *redis.Options, resolved core.Settings) {
+	if options.TLSConfig != nil && resolved.TLS != nil {
+		serverName := options.TLSConfig.ServerName
+		options.TLSConfig = resolved.TLS.Clone()
+		if options.TLSConfig.ServerName == "" {
+			options.TLSConfig.ServerName = serverName
+		}
+	}
+	options.ContextTimeoutEnabled = true
+	// One dial per call: the lock retries on its own schedule, and a
+	// dead node must fail its call at once, not after go-redis's
+	// dial backoff has eaten the node timeout.
+	options.DialerRetries = 1
+	// No command retries either: a retried acquire is a second copy
+	// on another connection, and the first may still arrive after the
+	// release (see release.lua's tombstones); the lock retries itself.
+	options.MaxRetries = -1
+	if options.PoolSize == 0 { // no pool_size in the URL
+		options.PoolSize = dialPoolSize
+		options.PipelinePoolSize = -1 // pipelines share that pool
+	}
+	if timeout := resolved.NodeTimeout; timeout > 0 {
+		options.DialTimeout = timeout
+		options.ReadTimeout = timeout
+		options.WriteTimeout = timeout
+	}
 }
 
 // Close implements redlock.Client.Close, which documents it.
