@@ -29,13 +29,15 @@ type batcher struct {
 	running bool // a caller or the flusher is sending
 	flusher sync.WaitGroup
 	health  breaker
-	// checkClock: the node's TIME in timed scripts' replies goes to clock
-	// (off on a Redis Cluster or Ring, whose shards each have their own).
+	// checkClock: the node's TIME in timed scripts' replies goes to clock,
+	// or on a Redis Cluster to the clock of the shard that answered (see
+	// clockOf); off on a Ring.
 	checkClock bool
 	clock      clock
 	// scatter: a Redis Cluster or Ring, a script cache per shard (see
-	// scatter.go).
+	// scatter.go); shards: a Cluster's clocks, one per shard.
 	scatter bool
+	shards  *shardClocks
 	// longest: the longest guard any node of the set answered (see
 	// Node.ShareGuard), shared by the set's nodes.
 	longest *atomic.Int64
@@ -260,9 +262,10 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 }
 
 // probeScript only answers the node's time, and, given a marker, the
-// longest guard it records.
+// longest guard it records; with ARGV[1] "route", KEYS[1] only picks the
+// Cluster shard it runs on.
 var probeScript = newTimedScript(guardSource + `
-local value = KEYS[1] and redis.call('GET', KEYS[1])
+local value = KEYS[1] and ARGV[1] ~= 'route' and redis.call('GET', KEYS[1])
 node_longest = value and tonumber(string.match(value, '^%d+ %a+ %x+ (%d+) ')) or 0
 return timed({})`)
 
@@ -285,16 +288,36 @@ func (b *batcher) learn(longest time.Duration) {
 const probes = 2
 
 // probe reads the node's clock, alone, when a call in batch asks for a
-// clock check and there is no earlier reading to compare its own with.
-// It costs probes round trips on a Client's first call to the node. It
-// returns the error of a probe the node did not answer, and how long it
-// waited.
+// clock check and there is no earlier reading to compare its own with (on
+// a Cluster member: of the shard serving the call). It costs probes round
+// trips on a Client's first call to the node (or shard). It returns the
+// error of a probe the node did not answer, and how long it waited.
 func (b *batcher) probe(ctx context.Context, batch []*pending) (time.Duration, error) {
-	if !b.checkClock || !slices.ContainsFunc(batch, func(p *pending) bool { return p.check.on() }) || b.clock.baseline() {
+	if !b.checkClock {
 		return 0, nil
 	}
+	for _, p := range batch {
+		if !p.check.on() {
+			continue
+		}
+		if c := b.clockOf(ctx, p); c == nil || c.baseline() {
+			continue
+		}
+		if waited, err := b.probeClock(ctx, p.keys); err != nil {
+			return waited, err
+		}
+	}
+	return 0, nil
+}
+
+// probeClock reads the clock of the node, or on a Cluster member of the
+// shard serving keys, probes times.
+func (b *batcher) probeClock(ctx context.Context, keys []string) (time.Duration, error) {
 	for range probes {
 		p := &pending{ctx: ctx, script: probeScript}
+		if b.shards != nil {
+			p.keys, p.args = keys[:1], []any{"route"}
+		}
 		sent := time.Now()
 		p.cmd = b.runAlone(ctx, p)
 		got := time.Now()
@@ -325,10 +348,11 @@ func (b *batcher) judge(batch []*pending, sent, got time.Time) {
 		}
 		p.cmd.SetVal(reply)
 		b.learn(longest)
-		if !b.checkClock {
+		c := b.clockOf(p.ctx, p)
+		if !b.checkClock || c == nil {
 			continue
 		}
-		if verdict := b.clock.observe(sample{sent: sent, got: got, node: at}, []ClockCheck{p.check})[0]; verdict != nil {
+		if verdict := c.observe(sample{sent: sent, got: got, node: at}, []ClockCheck{p.check})[0]; verdict != nil {
 			p.cmd = redis.NewCmd(p.ctx)
 			p.cmd.SetErr(verdict)
 		}

@@ -81,12 +81,16 @@ func New(index int, addr string, client Client) *Node {
 		_, _ = pipe.Exec(ctx)
 		return ping.Err()
 	}
-	_, cluster := client.(*redis.ClusterClient)
+	cc, cluster := client.(*redis.ClusterClient)
 	_, ring := client.(*redis.Ring)
 	// On a Cluster or Ring, scripts of different slots run on different
-	// shards, each with its own clock: there the clock is not checked.
-	b.checkClock = !cluster && !ring
+	// shards, each with its own clock: a Cluster's are checked shard by
+	// shard; a Ring does not say which shard serves a key.
+	b.checkClock = !ring
 	b.scatter = cluster || ring
+	if cluster {
+		b.shards = &shardClocks{cluster: cc, clocks: map[string]*clock{}}
+	}
 	return &Node{index: index, addr: addr, client: client, cluster: cluster, calls: b}
 }
 

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -73,4 +74,37 @@ func (b *batcher) forget(script *luaScript) {
 	b.mu.Lock()
 	b.loaded[script] = false
 	b.mu.Unlock()
+}
+
+// shardClocks are a Cluster member's clocks, one per shard: each shard
+// runs the scripts of its slots on its own clock.
+type shardClocks struct {
+	cluster *redis.ClusterClient
+	mu      sync.Mutex
+	clocks  map[string]*clock // by the shard's address
+}
+
+// clockOf is the clock that judges p's reading: the node's, or on a
+// Cluster member that of the shard serving p's keys as the client's slot
+// map has it (nil when it cannot tell: no keys, no slot map yet).
+func (b *batcher) clockOf(ctx context.Context, p *pending) *clock {
+	if b.shards == nil {
+		return &b.clock
+	}
+	if len(p.keys) == 0 {
+		return nil
+	}
+	shard, err := b.shards.cluster.MasterForKey(ctx, p.keys[0])
+	if err != nil {
+		return nil
+	}
+	addr := shard.Options().Addr
+	b.shards.mu.Lock()
+	defer b.shards.mu.Unlock()
+	c := b.shards.clocks[addr]
+	if c == nil {
+		c = new(clock)
+		b.shards.clocks[addr] = c
+	}
+	return c
 }

@@ -206,3 +206,42 @@ func TestCluster_restartedShardVotesForUnseenSlotsAfterItsGuard(t *testing.T) {
 		_ = lease.Unlock(ctx)
 	}
 }
+
+// Each shard of a Cluster member runs its slots' scripts on its own clock,
+// and each is checked: a shard whose clock runs ten times fast does not
+// count (a *ClockQuarantine), while the true shards of the same member
+// grant.
+func TestCluster_clockCheckedShardByShard(t *testing.T) {
+	libfaketime := redistest.RequireFaketime(t)
+	members, clients := clusterMembers(t, 1)
+	declare(t, clients)
+	fast := members[0].Shards[2]
+	fast.SetEnv(redistest.FastClock(libfaketime, 10))
+	if err := fast.Restart(false); err != nil {
+		t.Fatal(err)
+	}
+	members[0].WaitOK(t)
+	c := newLockClient(t, clients, redlock.WithTTL(time.Second))
+	ctx := context.Background()
+	for _, name := range namesOnShard(t, members[0], 0, 3, "true") {
+		lease, err := c.Mutex(name).TryLock(ctx)
+		if err != nil {
+			t.Fatalf("TryLock of %q on a shard with a true clock: %v", name, err)
+		}
+		_ = lease.Unlock(ctx)
+	}
+	name := namesOnShard(t, members[0], 2, 1, "fast")[0]
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		lease, err := c.Mutex(name).TryLock(ctx)
+		var q *node.ClockQuarantine
+		switch {
+		case err == nil:
+			_ = lease.Unlock(ctx)
+			t.Fatalf("TryLock of %q granted by a shard whose clock runs ten times fast", name)
+		case errors.As(err, &q):
+			return
+		case time.Now().After(deadline):
+			t.Fatalf("TryLock of %q on the fast shard: %v; want a *ClockQuarantine", name, err)
+		}
+	}
+}
