@@ -30,12 +30,12 @@ type batcher struct {
 	flusher sync.WaitGroup
 	health  breaker
 	// checkClock: the node's TIME in timed scripts' replies goes to clock,
-	// or on a Redis Cluster to the clock of the shard that answered (see
-	// clockOf); off on a Ring.
+	// or on a Redis Cluster or Ring to the clock of the shard that
+	// answered (see clockOf).
 	checkClock bool
 	clock      clock
 	// scatter: a Redis Cluster or Ring, a script cache per shard (see
-	// scatter.go); shards: a Cluster's clocks, one per shard.
+	// scatter.go); shards: their clocks, one per shard.
 	scatter bool
 	shards  *shardClocks
 	// longest: the longest guard any node of the set answered (see

@@ -81,16 +81,13 @@ func New(index int, addr string, client Client) *Node {
 		_, _ = pipe.Exec(ctx)
 		return ping.Err()
 	}
-	cc, cluster := client.(*redis.ClusterClient)
+	_, cluster := client.(*redis.ClusterClient)
 	_, ring := client.(*redis.Ring)
 	// On a Cluster or Ring, scripts of different slots run on different
-	// shards, each with its own clock: a Cluster's are checked shard by
-	// shard; a Ring does not say which shard serves a key.
-	b.checkClock = !ring
+	// shards, each with its own clock, checked shard by shard.
+	b.checkClock = true
 	b.scatter = cluster || ring
-	if cluster {
-		b.shards = &shardClocks{cluster: cc, clocks: map[string]*clock{}}
-	}
+	b.shards = newShardClocks(client)
 	return &Node{index: index, addr: addr, client: client, cluster: cluster, calls: b}
 }
 

@@ -76,17 +76,32 @@ func (b *batcher) forget(script *luaScript) {
 	b.mu.Unlock()
 }
 
-// shardClocks are a Cluster member's clocks, one per shard: each shard
-// runs the scripts of its slots on its own clock.
+// shardClocks are a Cluster or Ring member's clocks, one per shard: each
+// shard runs the scripts of its keys on its own clock.
 type shardClocks struct {
-	cluster *redis.ClusterClient
+	shardOf func(ctx context.Context, key string) (*redis.Client, error)
 	mu      sync.Mutex
 	clocks  map[string]*clock // by the shard's address
 }
 
+// newShardClocks keeps the clocks of a Cluster's or a Ring's shards.
+func newShardClocks(client Client) *shardClocks {
+	s := &shardClocks{clocks: map[string]*clock{}}
+	switch c := client.(type) {
+	case *redis.ClusterClient:
+		s.shardOf = c.MasterForKey
+	case *redis.Ring:
+		s.shardOf = func(_ context.Context, key string) (*redis.Client, error) { return c.GetShardClientForKey(key) }
+	default:
+		return nil
+	}
+	return s
+}
+
 // clockOf is the clock that judges p's reading: the node's, or on a
-// Cluster member that of the shard serving p's keys as the client's slot
-// map has it (nil when it cannot tell: no keys, no slot map yet).
+// Cluster or Ring member that of the shard serving p's keys as the
+// client's slot map (or hash ring) has it (nil when it cannot tell: no
+// keys, no slot map yet).
 func (b *batcher) clockOf(ctx context.Context, p *pending) *clock {
 	if b.shards == nil {
 		return &b.clock
@@ -94,7 +109,7 @@ func (b *batcher) clockOf(ctx context.Context, p *pending) *clock {
 	if len(p.keys) == 0 {
 		return nil
 	}
-	shard, err := b.shards.cluster.MasterForKey(ctx, p.keys[0])
+	shard, err := b.shards.shardOf(ctx, p.keys[0])
 	if err != nil {
 		return nil
 	}
