@@ -31,6 +31,9 @@ func New(nodes []redis.UniversalClient, opts ...Option) (*Client, error) {
 // names a master is a Sentinel-managed node, dialled as go-redis's
 // ParseFailoverURL reads it (a failover client):
 // redis://sentinel1:26379?master_name=mymaster&addr=sentinel2:26379.
+// A URL of scheme redis+cluster:// (or rediss+cluster://) is a Redis
+// Cluster member, seeded by its host and each addr= (go-redis's
+// ParseClusterURL): redis+cluster://10.0.0.1:7000?addr=10.0.0.2:7000.
 // Like New, it connects to every node in the background; it returns once a
 // quorum answered, or after the node timeout. A node that is down is not an error
 // here; the first Lock or TryLock reports unreachable nodes as *NodeError.

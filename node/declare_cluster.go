@@ -83,4 +83,3 @@ func declareShard(ctx context.Context, shard *redis.Client, prefix, mode string,
 	_, err = pipe.Exec(ctx)
 	return err
 }
-

@@ -245,3 +245,38 @@ func TestCluster_clockCheckedShardByShard(t *testing.T) {
 		}
 	}
 }
+
+// Dial takes a Cluster member as redis+cluster://host:port?addr=...: the
+// lock is taken on a Cluster client (its key is found on the shard of its
+// slot), and a malformed one is ErrConfig.
+func TestCluster_dialClusterURLs(t *testing.T) {
+	members, clients := clusterMembers(t, 3)
+	declare(t, clients)
+	urls := make([]string, len(members))
+	for i, m := range members {
+		addrs := m.Addrs()
+		urls[i] = "redis+cluster://" + addrs[0] + "?addr=" + addrs[1]
+	}
+	c, err := redlock.Dial(urls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	name := namesOnShard(t, members[0], 2, 1, "dialed")[0]
+	lease, err := c.Mutex(name).TryLock(ctx)
+	if err != nil {
+		t.Fatalf("TryLock through Dial's Cluster URLs: %v", err)
+	}
+	defer lease.Unlock(ctx)
+	for i, m := range members {
+		slot, _ := m.Admin(t, 0).ClusterKeySlot(ctx, name).Result()
+		if n, err := m.Admin(t, m.ShardOf(int(slot))).Exists(ctx, redlock.DefaultKeyPrefix+"{"+name+"}").Result(); err != nil || n != 1 {
+			t.Errorf("member %d: the lock's key is not on the shard of its slot: %d, %v", i, n, err)
+		}
+	}
+	if _, err := redlock.Dial([]string{"redis+cluster://u:secret@127.0.0.1:1?nonsense=1"}); !errors.Is(err, redlock.ErrConfig) ||
+		strings.Contains(err.Error(), "secret") {
+		t.Fatalf("Dial of a malformed Cluster URL: %v; want ErrConfig without the password", err)
+	}
+}

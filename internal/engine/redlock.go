@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"reflect"
 	"strings"
 	"sync/atomic"
@@ -76,7 +75,7 @@ func Dial(urls []string, opts ...core.Option) (*Client, error) {
 		}
 	}
 	for i, raw := range urls {
-		client, err := dialNode(raw, resolved)
+		client, err := DialNode(raw, resolved)
 		if err != nil {
 			closeAll()
 			// The URL itself is not echoed: it may carry a password.
@@ -92,65 +91,6 @@ func Dial(urls []string, opts ...core.Option) (*Client, error) {
 	c.owned = clients
 	c.awaitWarm(c.warmed, resolved.NodeTimeout)
 	return c, nil
-}
-
-// dialNode makes the client of one of Dial's URLs: a Sentinel failover
-// client when its query names a master (master_name=, the form of go-redis's
-// ParseFailoverURL), else a client of that one node. Both get dialOptions.
-func dialNode(raw string, resolved core.Settings) (*redis.Client, error) {
-	if parsed, err := url.Parse(raw); err != nil || !parsed.Query().Has("master_name") {
-		options, err := redis.ParseURL(raw)
-		if err != nil {
-			return nil, err
-		}
-		dialOptions(options, resolved)
-		return redis.NewClient(options), nil
-	}
-	f, err := redis.ParseFailoverURL(raw)
-	if err != nil {
-		return nil, err
-	}
-	if f.MasterName == "" {
-		return nil, fmt.Errorf("master_name is empty")
-	}
-	// The same choices as a node's client, made in one place: dialOptions.
-	o := &redis.Options{TLSConfig: f.TLSConfig, PoolSize: f.PoolSize, PipelinePoolSize: f.PipelinePoolSize,
-		DialTimeout: f.DialTimeout, ReadTimeout: f.ReadTimeout, WriteTimeout: f.WriteTimeout}
-	dialOptions(o, resolved)
-	f.TLSConfig, f.PoolSize, f.PipelinePoolSize = o.TLSConfig, o.PoolSize, o.PipelinePoolSize
-	f.DialTimeout, f.ReadTimeout, f.WriteTimeout = o.DialTimeout, o.ReadTimeout, o.WriteTimeout
-	f.ContextTimeoutEnabled, f.DialerRetries, f.MaxRetries = o.ContextTimeoutEnabled, o.DialerRetries, o.MaxRetries
-	return redis.NewFailoverClient(f), nil
-}
-
-// dialOptions sets what Dial decides for every client it makes, over what
-// the URL said.
-func dialOptions(options *redis.Options, resolved core.Settings) {
-	if options.TLSConfig != nil && resolved.TLS != nil {
-		serverName := options.TLSConfig.ServerName
-		options.TLSConfig = resolved.TLS.Clone()
-		if options.TLSConfig.ServerName == "" {
-			options.TLSConfig.ServerName = serverName
-		}
-	}
-	options.ContextTimeoutEnabled = true
-	// One dial per call: the lock retries on its own schedule, and a
-	// dead node must fail its call at once, not after go-redis's
-	// dial backoff has eaten the node timeout.
-	options.DialerRetries = 1
-	// No command retries either: a retried acquire is a second copy
-	// on another connection, and the first may still arrive after the
-	// release (see release.lua's tombstones); the lock retries itself.
-	options.MaxRetries = -1
-	if options.PoolSize == 0 { // no pool_size in the URL
-		options.PoolSize = dialPoolSize
-		options.PipelinePoolSize = -1 // pipelines share that pool
-	}
-	if timeout := resolved.NodeTimeout; timeout > 0 {
-		options.DialTimeout = timeout
-		options.ReadTimeout = timeout
-		options.WriteTimeout = timeout
-	}
 }
 
 // Close implements redlock.Client.Close, which documents it.
@@ -258,10 +198,3 @@ func redactURLError(err error, url string) string {
 	}
 	return message
 }
-
-// dialPoolSize is the connection pool of each client Dial makes. The Client
-// pipelines its calls to a node (one pipeline in flight at a time), so a
-// few connections serve it; and go-redis logs each failed dial until as
-// many dials as the pool size have failed, then probes the node quietly
-// once a second: a small pool keeps a dead node to a few lines of log.
-const dialPoolSize = 4
