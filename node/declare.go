@@ -223,7 +223,12 @@ var (
 // the marker under prefix and guard: nil when it votes, a *Quarantine when
 // it does not. It makes no marker (what a lock script would do first).
 func Probe(ctx context.Context, client redis.Scripter, prefix string, guard time.Duration) error {
-	reply, err := guardProbe.Run(ctx, client, []string{prefix + "node"}, milliseconds(guard)).Result()
+	return ProbeMarker(ctx, client, prefix+"node", guard)
+}
+
+// ProbeMarker is Probe of the marker named marker (see MarkerFor).
+func ProbeMarker(ctx context.Context, client redis.Scripter, marker string, guard time.Duration) error {
+	reply, err := guardProbe.Run(ctx, client, []string{marker}, milliseconds(guard)).Result()
 	if err != nil {
 		return quarantined(err)
 	}

@@ -234,10 +234,17 @@ func knownWhy(why string) bool {
 // Cluster node a script may only touch keys of one slot, so there is one
 // marker per slot there, named with a hash tag of the lock's slot.
 func (n *Node) markerKey(keys Keys) string {
-	if !n.cluster {
-		return keys.Marker
+	return MarkerFor(n.client, keys.Marker, keys.Lock)
+}
+
+// MarkerFor is the marker that the scripts of the lock whose key is
+// lockKey check on a node of client: marker itself, or on a Redis Cluster
+// member the marker of the lock's slot.
+func MarkerFor(client any, marker, lockKey string) string {
+	if _, cluster := client.(*redis.ClusterClient); cluster {
+		return marker + ":{" + slotTag(slotOf(lockKey)) + "}"
 	}
-	return keys.Marker + ":{" + slotTag(slotOf(keys.Lock)) + "}"
+	return marker
 }
 
 // slotOf is the Redis Cluster slot of key (CRC16 of its hash tag).

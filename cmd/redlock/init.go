@@ -38,6 +38,12 @@ others show. It is the way to break the lock: on a set that served locks,
 a node restarted empty under a live lease gets declared and votes for a
 second owner. Use it only on nodes you know never served a lock.
 
+A node may be a Redis Cluster (redis+cluster://host:port?addr=host2:port):
+init checks each of its master shards as it checks a node, then declares
+every slot each serves (a Cluster keeps a marker per slot). A Sentinel-
+managed node (redis://sentinel:26379?master_name=M) is declared on its
+master of the moment.
+
 Nodes are the URLs given as arguments, or -nodes, or $REDLOCK_NODES. A
 node that refuses connections (still starting) is tried again until
 -timeout.
@@ -116,7 +122,7 @@ func initNodes(args []string, stdout, stderr io.Writer) int {
 // node accepts connections or its -timeout has passed: a node that does
 // not answer then is named with the others' refusals.
 func (ns *nodeSet) declareSet(cfg initConfig, stdout, stderr io.Writer) int {
-	ns.each(context.Background(), cfg.timeout, func(ctx context.Context, client *redis.Client) error {
+	ns.each(context.Background(), cfg.timeout, func(ctx context.Context, client redis.UniversalClient) error {
 		return retryRefused(ctx, func() error { return client.Ping(ctx).Err() })
 	})
 	// Two calls per node: the check, then the declaration.
@@ -190,7 +196,7 @@ func (ns *nodeSet) declareForced(cfg initConfig, stdout, stderr io.Writer) int {
 // each within timeout), and returns each node's error, in node order:
 // init -force, and the demo for the nodes it has just started.
 func (ns *nodeSet) declare(ctx context.Context, prefix string, timeout time.Duration) []error {
-	return ns.each(ctx, timeout, func(ctx context.Context, client *redis.Client) error {
+	return ns.each(ctx, timeout, func(ctx context.Context, client redis.UniversalClient) error {
 		return retryRefused(ctx, func() error { return node.Declare(ctx, client, prefix) })
 	})
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -205,5 +206,43 @@ func TestInit_nodeStillStarting(t *testing.T) {
 	c.expect(t, exitOK)
 	if !strings.Contains(c.stdout.String(), "node 0 ("+server.Addr()+"): declared new") {
 		t.Errorf("init said %q", c.stdout.String())
+	}
+}
+
+// TestInit_clusterMembers: members that are brand-new 3-shard Redis
+// Clusters, given as redis+cluster:// URLs. Before init their slots do not
+// vote (redlock run says to run init); init declares every slot of every
+// shard; then run takes the lock at once and inspect reads it on the
+// shard of its slot, voting.
+func TestInit_clusterMembers(t *testing.T) {
+	t.Parallel()
+	urls := make([]string, 3)
+	for i := range urls {
+		addrs := redistest.StartRedisCluster(t, 3).Addrs()
+		urls[i] = "redis+cluster://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2]
+	}
+	env := nodesEnvFor(urls)
+	before := runCLI(t, env, "run", "-name", "sharded", "-wait", "300ms", "--", "true")
+	before.expect(t, exitNotAcquired, "quarantined", "redlock init")
+	c := runCLI(t, env, "init")
+	c.expect(t, exitOK)
+	if got := strings.Count(c.stdout.String(), "declared new"); got != 3 {
+		t.Fatalf("init declared %d members, want 3: %s", got, c.stdout.String())
+	}
+	run := runCLI(t, env, "run", "-name", "sharded", "-wait", "300ms", "--", "true")
+	run.expect(t, exitOK)
+	inspect := runCLI(t, env, "inspect", "-json", "sharded")
+	inspect.expect(t, exitOK)
+	var rep struct {
+		Voting int `json:"voting"`
+		Nodes  []struct {
+			Marker string `json:"marker"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal(inspect.stdout.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Voting != 3 || len(rep.Nodes) != 3 || rep.Nodes[0].Marker != "declared" {
+		t.Errorf("inspect: %d members vote, want 3, each with its slot's marker declared: %s", rep.Voting, inspect.stdout.String())
 	}
 }

@@ -108,8 +108,13 @@ func inspect(args []string, stdout, stderr io.Writer) int {
 	var wg sync.WaitGroup
 	for i, client := range ns.clients {
 		wg.Go(func() {
-			rep.Nodes[i] = readNode(client, i, ns.addrs[i], keys, cfg.timeout)
-			judgeNode(client, &rep.Nodes[i], cfg)
+			shard, k, err := lockShard(client, keys, cfg.timeout)
+			if err != nil {
+				rep.Nodes[i] = nodeState{Node: i, Addr: ns.addrs[i], PTTLms: -2, Queue: []waiter{}, Error: oneLine(err)}
+				return
+			}
+			rep.Nodes[i] = readNode(shard, i, ns.addrs[i], k, cfg.timeout)
+			judgeNode(shard, k.marker, &rep.Nodes[i], cfg)
 		})
 	}
 	wg.Wait()
@@ -151,6 +156,26 @@ type lockKeys struct{ lock, fence, queue, alive, marker string }
 func keysFor(prefix, name string) lockKeys {
 	base := prefix + "{" + name + "}"
 	return lockKeys{lock: base, fence: base + ":fence", queue: base + ":queue", alive: base + ":alive", marker: prefix + "node"}
+}
+
+// lockShard is the client that serves the lock's keys on a node: the
+// node's own, or on a Cluster or Ring member its lock's shard; and the
+// keys as that shard names them (a Cluster has a marker per slot).
+func lockShard(client redis.UniversalClient, k lockKeys, timeout time.Duration) (*redis.Client, lockKeys, error) {
+	k.marker = node.MarkerFor(client, k.marker, k.lock)
+	switch c := client.(type) {
+	case *redis.Client:
+		return c, k, nil
+	case *redis.ClusterClient:
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		shard, err := c.MasterForKey(ctx, k.lock)
+		return shard, k, err
+	case *redis.Ring:
+		shard, err := c.GetShardClientForKey(k.lock)
+		return shard, k, err
+	}
+	return nil, k, fmt.Errorf("a %T is not a node inspect can read", client)
 }
 
 // ownerField is the lock hash's field naming the owner; every other field
@@ -292,10 +317,10 @@ const (
 
 // judgeGuard asks the node how its restart guard judges it now (the
 // library's own script, making no marker).
-func judgeGuard(client *redis.Client, state *nodeState, cfg inspectConfig) {
+func judgeGuard(client *redis.Client, marker string, state *nodeState, cfg inspectConfig) {
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
 	defer cancel()
-	err := node.Probe(ctx, client, cfg.prefix, cfg.guard)
+	err := node.ProbeMarker(ctx, client, marker, cfg.guard)
 	var q *node.Quarantine
 	switch {
 	case errors.As(err, &q):
@@ -317,13 +342,13 @@ type clockReading struct{ sent, got, node time.Time }
 // judgeNode says whether a node that answered votes, as the library's
 // checks would judge it: the restart guard from its marker, the clock
 // check from a second reading of its clock cfg.clockSample later.
-func judgeNode(client *redis.Client, state *nodeState, cfg inspectConfig) {
+func judgeNode(client *redis.Client, marker string, state *nodeState, cfg inspectConfig) {
 	if !state.Reachable {
 		return
 	}
 	state.Votes = true
 	first := state.clock
-	judgeGuard(client, state, cfg)
+	judgeGuard(client, marker, state, cfg)
 	if cfg.clockSample == 0 {
 		return
 	}

@@ -11,8 +11,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
+	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/engine"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // nodesEnv names the node list when -nodes is not given, so that a script
@@ -20,7 +21,8 @@ import (
 const nodesEnv = "REDLOCK_NODES"
 
 // nodesFlagHelp describes -nodes, the same for every command.
-const nodesFlagHelp = "comma-separated node URLs, one per node: redis://[user:password@]host:port, rediss://... or host:port (default $" + nodesEnv + ")"
+const nodesFlagHelp = "comma-separated node URLs, one per node: redis://[user:password@]host:port, rediss://..., " +
+	"redis://sentinel:26379?master_name=M, redis+cluster://host:port?addr=host2:port, or host:port (default $" + nodesEnv + ")"
 
 // nodeTimeout bounds each call to one node. It is the library's default: a
 // dead node costs a command half a second, not the TCP timeout.
@@ -55,12 +57,15 @@ func parseNodeList(items []string, from string) ([]string, error) {
 		if !strings.Contains(item, "://") {
 			item = "redis://" + item
 		}
-		if _, err := redis.ParseURL(item); err != nil {
+		client, err := engine.DialNode(item, core.DefaultSettings())
+		if err != nil {
 			// url.Parse's errors repeat the whole URL, password included.
 			message := strings.ReplaceAll(err.Error(), fmt.Sprintf("parse %q: ", item), "")
-			return nil, fmt.Errorf("node %d %q: %s (want host:port, redis://[user:password@]host:port[/db] or rediss://...)",
+			return nil, fmt.Errorf("node %d %q: %s (want host:port, redis://[user:password@]host:port[/db], rediss://..., "+
+				"redis://sentinel:26379?master_name=M or redis+cluster://host:port?addr=host2:port)",
 				i, maskPassword(item), strings.ReplaceAll(message, item, maskPassword(item)))
 		}
+		_ = client.Close() // made only to check the URL: it never connected
 		urls = append(urls, item)
 	}
 	return urls, nil
@@ -86,7 +91,7 @@ func maskPassword(raw string) string {
 // the lock (its lock then uses redlock.Dial's own connections), and the
 // demo watches the nodes' health.
 type nodeSet struct {
-	clients []*redis.Client
+	clients []redis.UniversalClient
 	addrs   []string
 	pings   sync.WaitGroup // quorumAnswers' pings still out
 }
@@ -95,25 +100,16 @@ type nodeSet struct {
 // An error shows a URL with its password masked.
 func dialNodes(urls []string, timeout time.Duration) (*nodeSet, error) {
 	ns := &nodeSet{}
+	settings := core.DefaultSettings()
+	settings.NodeTimeout = timeout // as redlock.Dial: every call is cut at the node timeout
 	for i, url := range urls {
-		options, err := redis.ParseURL(url)
+		client, err := engine.DialNode(url, settings)
 		if err != nil { // parseNodeList checked it: not reached
 			ns.close()
 			return nil, fmt.Errorf("node %d: %s", i, strings.ReplaceAll(err.Error(), url, maskPassword(url)))
 		}
-		// As redlock.Dial does: every call is cut at the node timeout.
-		options.ContextTimeoutEnabled = true
-		options.DialTimeout, options.ReadTimeout, options.WriteTimeout = timeout, timeout, timeout
-		if options.DialerRetries == 0 {
-			options.DialerRetries = 1 // a refused dial is final: the caller retries on its own terms
-		}
-		options.MaxRetries = -1 // as Dial: no second copy of a call on another connection
-		if options.MaintNotificationsConfig == nil {
-			// Probing for it only adds noise on servers without it.
-			options.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
-		}
-		ns.clients = append(ns.clients, redis.NewClient(options))
-		ns.addrs = append(ns.addrs, options.Addr)
+		ns.clients = append(ns.clients, client)
+		ns.addrs = append(ns.addrs, engine.AddrOf(client))
 	}
 	return ns, nil
 }
@@ -172,7 +168,7 @@ func (ns *nodeSet) quorumAnswers(ctx context.Context, timeout time.Duration) (bo
 
 // each runs f on every node at once, each within timeout, and returns
 // each node's error, in node order.
-func (ns *nodeSet) each(ctx context.Context, timeout time.Duration, f func(context.Context, *redis.Client) error) []error {
+func (ns *nodeSet) each(ctx context.Context, timeout time.Duration, f func(context.Context, redis.UniversalClient) error) []error {
 	errs := make([]error, len(ns.clients))
 	var wg sync.WaitGroup
 	for i, client := range ns.clients {
@@ -189,7 +185,7 @@ func (ns *nodeSet) each(ctx context.Context, timeout time.Duration, f func(conte
 // ping asks every node at once and returns the failures, one
 // *redlock.NodeError per node that did not answer within the timeout.
 func (ns *nodeSet) ping(ctx context.Context, timeout time.Duration) []*redlock.NodeError {
-	errs := ns.each(ctx, timeout, func(ctx context.Context, client *redis.Client) error { return client.Ping(ctx).Err() })
+	errs := ns.each(ctx, timeout, func(ctx context.Context, client redis.UniversalClient) error { return client.Ping(ctx).Err() })
 	var failed []*redlock.NodeError
 	for i, err := range errs {
 		if err != nil {

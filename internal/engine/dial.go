@@ -7,6 +7,7 @@ import (
 
 	"github.com/quorumlock/redlock/internal/core"
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // ClusterScheme marks a URL of a Redis Cluster member: redis+cluster://
@@ -76,6 +77,10 @@ func dialOptions(options *redis.Options, resolved core.Settings) {
 		}
 	}
 	options.ContextTimeoutEnabled = true
+	if options.MaintNotificationsConfig == nil {
+		// Probing for them (Redis 8) only adds noise on servers without them.
+		options.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	}
 	// One dial per call: the lock retries on its own schedule, and a
 	// dead node must fail its call at once, not after go-redis's
 	// dial backoff has eaten the node timeout.

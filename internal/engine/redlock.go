@@ -50,7 +50,7 @@ func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 		if isNil(client) {
 			return nil, fmt.Errorf("%w: node %d is a nil client", core.ErrConfig, i)
 		}
-		n := node.New(i, addrOf(client), client)
+		n := node.New(i, AddrOf(client), client)
 		n.ShareGuard(defaults.KeyPrefix+"node", longest)
 		c.Nodes = append(c.Nodes, n)
 	}
@@ -179,7 +179,7 @@ func isNil(client redis.UniversalClient) bool {
 	return value.Kind() == reflect.Pointer && value.IsNil()
 }
 
-func addrOf(client redis.UniversalClient) string {
+func AddrOf(client redis.UniversalClient) string {
 	switch c := client.(type) {
 	case *redis.Client:
 		return c.Options().Addr
