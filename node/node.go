@@ -101,8 +101,8 @@ func (n *Node) run(ctx context.Context, script *luaScript, check ClockCheck, key
 	return n.calls.run(ctx, nil, script, check, keys, args...)
 }
 
-// ClockChecked reports whether the node's clock rate is checked: it is on
-// a plain Redis client, not on a Cluster or Ring.
+// ClockChecked reports whether the node's clock rate is checked: always,
+// on a Cluster or Ring shard by shard.
 func (n *Node) ClockChecked() bool { return n.calls.checkClock }
 
 // Index is the node's position in the Client's list.
