@@ -78,8 +78,17 @@ func declareShard(ctx context.Context, shard *redis.Client, prefix, mode string,
 	for _, r := range ranges {
 		for slot := r.Start; slot <= r.End; slot++ {
 			pipe.Set(ctx, marker+":{"+slotTag(uint16(slot))+"}", value, 0)
+			if pipe.Len() == declareChunk {
+				if _, err := pipe.Exec(ctx); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	_, err = pipe.Exec(ctx)
 	return err
 }
+
+// declareChunk bounds the SETs of one round trip: a shard's 5,000 or more
+// markers in one pipeline could outlast a short read timeout.
+const declareChunk = 1024

@@ -31,7 +31,9 @@ func clusterMembers(t *testing.T, n int) ([]*redistest.RedisCluster, []redis.Uni
 }
 
 // declare runs what `redlock init` runs on the members.
-func declare(t *testing.T, clients []redis.UniversalClient) {
+func declare(t *testing.T, clients []redis.UniversalClient) { declareAll(t, clients) }
+
+func declareAll(t testing.TB, clients []redis.UniversalClient) {
 	t.Helper()
 	scripters := make([]redis.Scripter, len(clients))
 	for i, c := range clients {
