@@ -210,11 +210,10 @@ func alsoIn(pipe redis.Pipeliner, p *pending) func() {
 }
 
 // sendPipeline sends calls as one pipeline of EVALSHA, bounded by the
-// latest of their deadlines. The node runs them in order, and order
-// matters (a renewal queued before a release must not run after it), so a
-// script not known to be cached is loaded at the head of the pipeline,
-// and a NOSCRIPT (the cache flushed meanwhile) is returned as the call's
-// error rather than retried out of order: the call did not run.
+// latest of their deadlines. A script not known to be cached is loaded at
+// the head of the pipeline (on a Cluster, on every shard first), and a
+// call answered NOSCRIPT (the cache flushed, the node restarted) did not
+// run: it runs again by EVAL after the rest (see evalUncached).
 func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	pipe := b.client.Pipeline()
 	b.mu.Lock()
@@ -243,9 +242,7 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	for _, after := range afters {
 		after()
 	}
-	if b.scatter {
-		b.evalUncached(ctx, batch, cmds)
-	}
+	b.evalUncached(ctx, batch, cmds)
 	got := time.Now()
 	answered, last := false, error(nil)
 	for i, p := range batch {

@@ -135,3 +135,40 @@ func TestBatcher_keepsOrderAcrossAFlushedCache(t *testing.T) {
 	}
 	t.Logf("release: %v, %v; key exists: %v", released, releaseErr, exists == 1)
 }
+
+// A node that lost its script cache after the scripts were loaded (a
+// restart, SCRIPT FLUSH) answers the calls of a pipeline NOSCRIPT: they did
+// not run, and run again by EVAL; none fails.
+func TestBatcher_pipelinedCallsSurviveAFlushedScriptCache(t *testing.T) {
+	cluster := redistest.Start(t, 1)
+	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
+	defer n.Wait()
+	ctx := context.Background()
+	if _, err := n.Acquire(ctx, nil, keysOf("loaded"), "o", "h", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.Admin(t, 0).ScriptFlush(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Another script's call in flight to the paused node, so that the
+	// acquires queue behind it and go out together, as one pipeline.
+	if err := cluster.Nodes[0].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { _ = n.Warm(ctx, node.ClockCheck{}) })
+	time.Sleep(50 * time.Millisecond)
+	for i := range 200 {
+		wg.Go(func() {
+			got, err := n.Acquire(ctx, nil, keysOf(fmt.Sprintf("f%d", i)), "o", "h", time.Second)
+			if err != nil || !got.Granted {
+				t.Errorf("caller %d after the flush: %+v, %v", i, got, err)
+			}
+		})
+	}
+	time.Sleep(50 * time.Millisecond)
+	if err := cluster.Nodes[0].Resume(); err != nil {
+		t.Fatal(err)
+	}
+	wg.Wait()
+}

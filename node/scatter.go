@@ -46,11 +46,11 @@ func (b *batcher) runScattered(ctx context.Context, p *pending) *redis.Cmd {
 	return cmd
 }
 
-// evalUncached runs again, by EVAL, each call of a pipeline that a shard
-// answered NOSCRIPT: it did not run. Calls on one lock never share a
-// pipeline with a call they must follow (a release waits for its
-// acquire's reply), so running these after the rest reorders nothing that
-// matters.
+// evalUncached runs again, by EVAL, each call of a pipeline that a node
+// (or shard) answered NOSCRIPT: it did not run. Calls on one lease never
+// share a pipeline with a call they must follow (a release waits for its
+// acquire's reply and for a renewal in flight: the lease's ops), so
+// running these after the rest reorders nothing that matters.
 func (b *batcher) evalUncached(ctx context.Context, batch []*pending, cmds []*redis.Cmd) {
 	var pipe redis.Pipeliner
 	for i, p := range batch {
