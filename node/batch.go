@@ -213,7 +213,10 @@ func alsoIn(pipe redis.Pipeliner, p *pending) func() {
 // latest of their deadlines. A script not known to be cached is loaded at
 // the head of the pipeline (on a Cluster, on every shard first), and a
 // call answered NOSCRIPT (the cache flushed, the node restarted) did not
-// run: it runs again by EVAL after the rest (see evalUncached).
+// run: it runs again by EVAL after the rest, unless that would overtake a
+// later call on its key (see evalUncached). The node runs the calls in
+// order, and order matters: a renewal queued before a release must not
+// run after it.
 func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	pipe := b.client.Pipeline()
 	b.mu.Lock()

@@ -47,25 +47,45 @@ func (b *batcher) runScattered(ctx context.Context, p *pending) *redis.Cmd {
 }
 
 // evalUncached runs again, by EVAL, each call of a pipeline that a node
-// (or shard) answered NOSCRIPT: it did not run. Calls on one lease never
-// share a pipeline with a call they must follow (a release waits for its
-// acquire's reply and for a renewal in flight: the lease's ops), so
-// running these after the rest reorders nothing that matters.
+// (or shard) answered NOSCRIPT: it did not run. Not a call followed in the
+// pipeline by one that did run on the same node (on a Cluster, in the same
+// slot): run now it would overtake that one (a release after a renewal),
+// so it keeps its NOSCRIPT, and its caller tries again knowing it did not
+// run. A node that lost its cache answers every call NOSCRIPT, so in
+// practice all run again.
 func (b *batcher) evalUncached(ctx context.Context, batch []*pending, cmds []*redis.Cmd) {
-	var pipe redis.Pipeliner
-	for i, p := range batch {
+	rerun := make([]bool, len(batch))
+	ranAfter := map[int]bool{}
+	for i := len(batch) - 1; i >= 0; i-- {
+		at := b.orderedWithin(batch[i])
 		if !redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+			ranAfter[at] = true
 			continue
 		}
-		if pipe == nil {
-			pipe = b.client.Pipeline()
+		b.forget(batch[i].script)
+		rerun[i] = !ranAfter[at]
+	}
+	var pipe redis.Pipeliner
+	for i, p := range batch {
+		if rerun[i] {
+			if pipe == nil {
+				pipe = b.client.Pipeline()
+			}
+			cmds[i] = pipe.Eval(ctx, p.script.source, p.keys, p.args...)
 		}
-		b.forget(p.script)
-		cmds[i] = pipe.Eval(ctx, p.script.source, p.keys, p.args...)
 	}
 	if pipe != nil {
 		_, _ = pipe.Exec(ctx) // each command carries its own error
 	}
+}
+
+// orderedWithin names the calls whose order a node keeps with p's: every
+// call on a plain node (0); on a Cluster or Ring, those of p's slot.
+func (b *batcher) orderedWithin(p *pending) int {
+	if !b.scatter || len(p.keys) == 0 {
+		return 0
+	}
+	return 1 + int(slotOf(p.keys[0]))
 }
 
 // forget marks script as not known loaded, so that the next call loads it
