@@ -67,12 +67,12 @@ for lib in "${libs[@]}"; do
 done
 
 # The hash covers each file's path in the image and its content, and the
-# Dockerfile and redis.conf: any change to them rebuilds.
+# Dockerfile, redis.conf and sentinel.conf: any change to them rebuilds.
 hash="$(
   {
     for f in "${libs[@]}" "$faketime_lib"; do echo "$f"; sha256sum <"$f"; done
     echo /usr/bin/redis-server; sha256sum <"$redis_bin"
-    cat "$here/redis/Dockerfile" "$here/redis/redis.conf" "$here/redis/fastclock.c"
+    cat "$here/redis/Dockerfile" "$here/redis/redis.conf" "$here/redis/sentinel.conf" "$here/redis/fastclock.c"
   } | sha256sum | cut -c1-64
 )"
 current="$(docker image inspect --format '{{ index .Config.Labels "redlock.build-hash" }}' "$image" 2>/dev/null || true)"
@@ -95,7 +95,7 @@ for f in "${libs[@]}" "$faketime_lib"; do
 done
 mkdir -p "$root/usr/lib/redlock"
 cc -O2 -Wall -shared -fPIC -o "$root/usr/lib/redlock/fastclock.so" "$here/redis/fastclock.c"
-cp "$here/redis/Dockerfile" "$here/redis/redis.conf" "$stage/"
+cp "$here/redis/Dockerfile" "$here/redis/redis.conf" "$here/redis/sentinel.conf" "$stage/"
 
 say "building $image ($("$redis_bin" --version | awk '{print $3}'), ${#libs[@]} libraries)"
 docker build --quiet --label "redlock.build-hash=$hash" --tag "$image" "$stage" >/dev/null

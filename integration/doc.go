@@ -27,5 +27,7 @@
 //	docker rm -f $(docker ps -aq --filter label=redlock.integration)
 //	docker network prune -f --filter label=redlock.integration
 //
-// cmd/chaos is the long-running randomized version, with negative controls.
+// cmd/chaos is the long-running randomized version, with negative controls;
+// with -topology replicated it runs on members that are each a master, a
+// replica and a redis-sentinel, failed over among its faults.
 package integration

@@ -96,11 +96,11 @@ func (r *runner) controlFastClock(ctx context.Context, checked bool) ([]checker.
 func (r *runner) control(ctx context.Context, protected bool, extra []redlock.Option, breach func(context.Context) error) ([]checker.Violation, error) {
 	opts := slices.Concat(harness.Options(), []redlock.Option{redlock.WithTTL(controlTTL), redlock.WithWatchdog(false)}, extra)
 	check := checker.New()
-	holder, err := harness.Dial(r.cluster.URLs(), 1, opts...)
+	holder, closeHolder, err := r.dial(1, opts...)
 	if err != nil {
 		return nil, err
 	}
-	defer harness.CloseAll(holder)
+	defer closeHolder()
 	check.Limit(string(workload.Semaphore)+":semaphore", workload.SemaphorePermits)
 	holds, err := r.holdEvery(ctx, holder[0], protected, opts)
 	defer func() { // on the error paths; emptied on success
@@ -167,11 +167,11 @@ func (r *runner) holdEvery(ctx context.Context, holder *redlock.Client, protecte
 // contendEvery has a second Client, connected after the breach as a new
 // process would, take every mode's lock once, and records each grant.
 func (r *runner) contendEvery(ctx context.Context, check *checker.Checker, opts []redlock.Option) error {
-	contender, err := harness.Dial(r.cluster.URLs(), 1, opts...)
+	contender, closeContender, err := r.dial(1, opts...)
 	if err != nil {
 		return err
 	}
-	defer harness.CloseAll(contender)
+	defer closeContender()
 	for _, mode := range workload.AllModes {
 		lockCtx, cancel := context.WithTimeout(ctx, contendFor)
 		lock := harness.Locker(contender[0], mode, opts...)

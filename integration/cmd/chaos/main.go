@@ -1,20 +1,35 @@
-// Command chaos runs the redlock library against five Redis nodes in
-// Docker containers under a seeded random schedule of safe faults (kill,
-// restart, pause, network disconnect; and one-way faults on one Client's
-// link to a node: its requests held, its replies held, its requests
-// delayed; a minority of the nodes at a time), with several Clients
-// contending in every lock mode, fenced, and the safety checker watching
-// every grant and its fencing token. It then heals the nodes and checks that every mode grants
-// again, and runs two negative controls that break the assumptions of
-// docs/safety.md on purpose (a majority restarted empty; a majority with fast
-// clocks), each twice: with the library's check for it off (the restart
-// guard, the clock check), where the checker must catch two owners — a
+// Command chaos runs the redlock library against Redis nodes in Docker
+// containers under a seeded random schedule of safe faults, with several
+// Clients contending in every lock mode, fenced, and the safety checker
+// watching every grant and its fencing token. It then heals the nodes and
+// checks that every mode grants again, and runs negative controls that
+// break the assumptions of docs/safety.md on purpose, each twice: with the
+// library's check for it off, where the checker must catch two owners — a
 // checker that never fires proves nothing — and with it on, the default,
 // where it must find none.
 //
-// Usage (make chaos builds the image first):
+// Two topologies (-topology):
 //
-//	go run ./cmd/chaos [-duration 60s] [-seed N] [-workers 3] [-clients 4]
+//   - plain (the default): five independent nodes. Faults: kill, restart,
+//     pause, network disconnect; and one-way faults on one Client's link
+//     to a node: its requests held, its replies held, its requests
+//     delayed; a minority of the nodes at a time. Controls: a majority
+//     restarted empty (the restart guard); a majority with fast clocks
+//     (the clock check).
+//   - replicated: three members, each a master, a replica and a
+//     redis-sentinel in containers of their own, reached through go-redis
+//     failover clients. Faults: failover (the master killed, the replica
+//     promoted), the same after the replica's replication link was cut (it
+//     misses the grants), SENTINEL FAILOVER, the master paused or cut off
+//     the network, the replica killed, the replication link cut, and the
+//     one-way link faults on the member's master; one member at a time.
+//     Control: the replicas of a majority cut off, the locks taken, those
+//     masters killed and failed over to the replicas that missed the
+//     grants (the restart guard).
+//
+// Usage (make chaos and make chaos-failover build the image first):
+//
+//	go run ./cmd/chaos [-topology plain|replicated] [-duration 60s] [-seed N] [-workers 3] [-clients 4]
 //
 // The last line is the summary:
 //
@@ -46,6 +61,7 @@ import (
 
 // config holds the flags.
 type config struct {
+	topology string // plain or replicated
 	duration time.Duration
 	seed     uint64
 	workers  int
@@ -64,7 +80,8 @@ type summary struct {
 // runner is the state the phases share.
 type runner struct {
 	cfg     config
-	cluster *nodes.Cluster
+	cluster *nodes.Cluster    // the plain topology's nodes
+	rep     *nodes.Replicated // or the replicated topology's members
 	// fastClocks: control (b) recreated the majority with fast clocks.
 	fastClocks bool
 	outMu      sync.Mutex
@@ -77,6 +94,12 @@ func (r *runner) say(format string, args ...any) {
 	defer r.outMu.Unlock()
 	fmt.Fprintf(r.out, "chaos: "+format+"\n", args...)
 }
+
+// The topologies.
+const (
+	plain      = "plain"
+	replicated = "replicated"
+)
 
 func main() { os.Exit(chaosMain()) }
 
@@ -118,6 +141,7 @@ func chaosMain() int {
 func parseFlags(args []string) (config, bool) {
 	var cfg config
 	flags := flag.NewFlagSet("chaos", flag.ContinueOnError)
+	flags.StringVar(&cfg.topology, "topology", plain, "plain: five independent nodes; replicated: three members, each a master, a replica and a sentinel")
 	flags.DurationVar(&cfg.duration, "duration", 60*time.Second, "how long the workload runs under the fault schedule")
 	flags.Uint64Var(&cfg.seed, "seed", 0, "seed of the fault schedule (default: random, printed; the same seed replays the same schedule)")
 	flags.IntVar(&cfg.workers, "workers", 3, "workers per lock mode, spread over the Clients")
@@ -138,6 +162,8 @@ func parseFlags(args []string) (config, bool) {
 		bad = fmt.Sprintf("-duration must be at least 5s, got %v", cfg.duration)
 	case cfg.workers < 1 || cfg.clients < 1:
 		bad = "-workers and -clients must be at least 1"
+	case cfg.topology != plain && cfg.topology != replicated:
+		bad = fmt.Sprintf("-topology must be %s or %s, got %q", plain, replicated, cfg.topology)
 	}
 	if bad != "" {
 		fmt.Fprintln(os.Stderr, "chaos: "+bad)
@@ -159,27 +185,59 @@ func (r *runner) run(ctx context.Context, sum *summary) {
 	}
 	r.say("seed %d (-seed %d replays this fault schedule)", r.cfg.seed, r.cfg.seed)
 	begin := time.Now()
-	cluster, err := nodes.Start(ctx, nodes.Config{Nodes: 5})
+	closeNodes, err := r.start(ctx)
 	if err != nil {
 		if ctx.Err() == nil {
 			fail("start the nodes: %v", err)
 		}
 		return
 	}
-	r.cluster = cluster
 	defer func() {
 		if ctx.Err() != nil {
 			r.say("interrupted: removing the containers")
 		}
 		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 		defer cancel()
-		if err := cluster.Close(closeCtx); err != nil {
+		if err := closeNodes(closeCtx); err != nil {
 			fail("remove the containers: %v", err)
 		}
 		r.say("containers and network removed; %v in all", time.Since(begin).Round(time.Second))
 	}()
-	r.say("5 nodes (image %s) up in %v at %v", nodes.Image(), time.Since(begin).Round(time.Millisecond), cluster.URLs())
+	what, where := r.describe()
+	r.say("%s (image %s) up in %v %s", what, nodes.Image(), time.Since(begin).Round(time.Millisecond), where)
 	r.judge(ctx, sum, fail)
+}
+
+// start brings the topology's containers up; the function it returns
+// removes them. On error it has removed whatever it created.
+func (r *runner) start(ctx context.Context) (func(context.Context) error, error) {
+	if r.cfg.topology == replicated {
+		rep, err := nodes.StartReplicated(ctx, nodes.ReplicatedConfig{})
+		if err != nil {
+			return nil, err
+		}
+		r.rep = rep
+		return rep.Close, nil
+	}
+	cluster, err := nodes.Start(ctx, nodes.Config{Nodes: 5})
+	if err != nil {
+		return nil, err
+	}
+	r.cluster = cluster
+	return cluster.Close, nil
+}
+
+// describe says what is up, and where.
+func (r *runner) describe() (what, where string) {
+	if r.rep == nil {
+		return "5 nodes", fmt.Sprintf("at %v", r.cluster.URLs())
+	}
+	sentinels := make([]string, r.rep.N())
+	for i := range sentinels {
+		sentinels[i] = r.rep.SentinelAddr(i)
+	}
+	return fmt.Sprintf("%d members of 3 containers each", r.rep.N()),
+		fmt.Sprintf("(master, replica, sentinel; a silent master down after %v); sentinels at %v", nodes.DownAfter, sentinels)
 }
 
 // judge runs the chaos, the recovery and the controls on the nodes up,
@@ -211,6 +269,6 @@ func (r *runner) judge(ctx context.Context, sum *summary, fail func(string, ...a
 	case err != nil:
 		fail("%v", err)
 	case on > 0:
-		fail("%d violations in the negative controls with the restart guard and the clock check on", on)
+		fail("%d violations in the negative controls with their checks on", on)
 	}
 }

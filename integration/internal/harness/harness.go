@@ -85,8 +85,13 @@ func Recover(ctx context.Context, urls []string, within time.Duration) (map[work
 	if err != nil {
 		return nil, err
 	}
-	c := clients[0]
-	defer c.Close()
+	defer clients[0].Close()
+	return RecoverClient(ctx, clients[0], within)
+}
+
+// RecoverClient is Recover with a fresh Client made by the caller (over
+// nodes Dial cannot make, such as Sentinel's failover clients).
+func RecoverClient(ctx context.Context, c *redlock.Client, within time.Duration) (map[workload.Mode]time.Duration, error) {
 	took := map[workload.Mode]time.Duration{}
 	var failed []string
 	for _, mode := range workload.AllModes {

@@ -9,6 +9,11 @@
 // (Docker picks a new ephemeral port on every start otherwise). A paused
 // node then makes calls time out, a stopped or disconnected one refuses
 // connections: both are what a client sees of a dead or cut-off node.
+//
+// Replicated is the other topology: members that are each a master, a
+// replica and a redis-sentinel, with faults of their own (a failover by a
+// kill or by SENTINEL FAILOVER, the replica's replication link cut so
+// that it misses writes, and the rest), for cmd/chaos -topology replicated.
 package nodes
 
 import (
