@@ -237,9 +237,16 @@ func TestSentinel_dialFailoverURLs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Lock over failover URLs: %v", err)
 	}
+	// Lock returns once a quorum granted; the third member's answer may
+	// still be on its way (its first call also reads its clock).
 	for _, m := range members {
 		admin := redis.NewClient(&redis.Options{Addr: m.Master.Addr()})
-		held, err := admin.HGet(ctx, "redlock:{dial}", "owner").Result()
+		held, err := "", error(nil)
+		for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if held, err = admin.HGet(ctx, "redlock:{dial}", "owner").Result(); err == nil && held == lease.Owner() {
+				break
+			}
+		}
 		_ = admin.Close()
 		if err != nil || held != lease.Owner() {
 			t.Errorf("%s's master holds %q, %v; want the lease's owner", m.Name, held, err)
