@@ -17,8 +17,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A local copy of what internal/redisproc does for the root module: Go does
-// not let another module import internal/ packages.
+// A local copy of what internal/redisproc does for the root module, for the
+// plain nodes every benchmark here runs on (BenchmarkCluster takes its
+// Redis Clusters from internal/redistest).
 
 const (
 	readyTimeout = 5 * time.Second

@@ -56,6 +56,7 @@ var procLibs = map[string]func(set *nodes, name string, hold time.Duration) (*ri
 	"redsync": func(set *nodes, name string, hold time.Duration) (*rig, error) {
 		return setupRedsync(set, 1, name, hold)
 	},
+	spreadLib: setupSpread, // BenchmarkCluster's workers
 }
 
 // The environment of a worker process.
@@ -78,34 +79,13 @@ type procReport struct {
 	Calls      int64
 	Trips      int64
 	CPU        int64 // ns of CPU time while measured
+	// Names: per section, the index of the name it locked, from a locker
+	// that picks among names (a namePicker); none otherwise.
+	Names []int `json:",omitempty"`
 }
 
 func runProcesses(b *testing.B, cfg config, set *nodes, libName string) {
-	self, err := os.Executable()
-	if err != nil {
-		b.Fatal(err)
-	}
-	name := lockName("procs")
-	workers := make([]*procWorker, cfg.workers)
-	b.Cleanup(func() {
-		for _, w := range workers {
-			if w != nil {
-				w.kill()
-			}
-		}
-	})
-	for i := range workers {
-		w, err := startProcWorker(self, libName, set.addrs(), name, cfg.hold)
-		if err != nil {
-			b.Fatalf("worker %d: %v", i, err)
-		}
-		workers[i] = w
-	}
-	for i, w := range workers {
-		if err := w.expect("ready", time.Minute); err != nil {
-			b.Fatalf("worker %d: %v", i, err)
-		}
-	}
+	workers := startWorkers(b, cfg.workers, libName, set.addrs(), lockName("procs"), cfg.hold)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	before, err := set.snapshot(ctx, nil)
@@ -114,19 +94,10 @@ func runProcesses(b *testing.B, cfg config, set *nodes, libName string) {
 	}
 
 	b.ResetTimer()
-	deadline := time.Now().Add(cfg.duration).Round(0)
-	for i, w := range workers {
-		if _, err := fmt.Fprintf(w.stdin, "go %d\n", deadline.UnixNano()); err != nil {
-			b.Fatalf("worker %d: %v", i, err)
-		}
-	}
-	logs := make([]workerLog, len(workers))
+	deadline, reports := runWorkers(b, workers, cfg.duration)
+	logs := make([]workerLog, len(reports))
 	var spent counts
-	for i, w := range workers {
-		report, err := w.finish(cfg.duration + time.Minute)
-		if err != nil {
-			b.Fatalf("worker %d: %v", i, err)
-		}
+	for i, report := range reports {
 		logs[i] = report.log(i)
 		spent.calls += report.Calls
 		spent.trips += report.Trips
@@ -144,6 +115,60 @@ func runProcesses(b *testing.B, cfg config, set *nodes, libName string) {
 	if st := analyze(logs, deadline); st.sections > 0 {
 		b.ReportMetric(micros(spent.selfCPU)/float64(st.sections), "client-cpu-µs/section")
 	}
+}
+
+// startWorkers starts n worker processes of libName (env: more of their
+// environment) and waits until each is ready; any still running when b
+// ends is killed.
+func startWorkers(b *testing.B, n int, libName string, addrs []string, name string, hold time.Duration,
+	env ...string) []*procWorker {
+	b.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	workers := make([]*procWorker, n)
+	b.Cleanup(func() {
+		for _, w := range workers {
+			if w != nil {
+				w.kill()
+			}
+		}
+	})
+	for i := range workers {
+		w, err := startProcWorker(self, libName, addrs, name, hold, env...)
+		if err != nil {
+			b.Fatalf("worker %d: %v", i, err)
+		}
+		workers[i] = w
+	}
+	for i, w := range workers {
+		if err := w.expect("ready", time.Minute); err != nil {
+			b.Fatalf("worker %d: %v", i, err)
+		}
+	}
+	return workers
+}
+
+// runWorkers starts the ready workers together, each working until d from
+// now (the deadline it returns), and collects their reports.
+func runWorkers(b *testing.B, workers []*procWorker, d time.Duration) (time.Time, []procReport) {
+	b.Helper()
+	deadline := time.Now().Add(d).Round(0)
+	for i, w := range workers {
+		if _, err := fmt.Fprintf(w.stdin, "go %d\n", deadline.UnixNano()); err != nil {
+			b.Fatalf("worker %d: %v", i, err)
+		}
+	}
+	reports := make([]procReport, len(workers))
+	for i, w := range workers {
+		report, err := w.finish(d + time.Minute)
+		if err != nil {
+			b.Fatalf("worker %d: %v", i, err)
+		}
+		reports[i] = report
+	}
+	return deadline, reports
 }
 
 // log turns a report back into the worker's log.
@@ -172,11 +197,13 @@ type procWorker struct {
 	kill   func()
 }
 
-func startProcWorker(self, libName string, addrs []string, name string, hold time.Duration) (*procWorker, error) {
+func startProcWorker(self, libName string, addrs []string, name string, hold time.Duration,
+	env ...string) (*procWorker, error) {
 	w := &procWorker{lines: make(chan string, 4), done: make(chan struct{})}
 	w.cmd = exec.Command(self, "-test.run", "^$")
 	w.cmd.Env = append(os.Environ(), procWorkerEnv+"="+libName, procAddrsEnv+"="+strings.Join(addrs, ","),
 		procNameEnv+"="+name, procHoldEnv+"="+hold.String())
+	w.cmd.Env = append(w.cmd.Env, env...)
 	w.cmd.Stderr = &w.stderr
 	w.cmd.SysProcAttr = sysProcAttr()
 	var err error
@@ -312,6 +339,10 @@ func procWorkerRun(stdin io.Reader, stdout io.Writer) error {
 	}
 	if log.unlockErr != nil {
 		report.UnlockErr = log.unlockErr.Error()
+	}
+	if p, ok := r.lockers[0].(namePicker); ok {
+		names := p.picked() // the warm-up's picks first, then one per section
+		report.Names = names[len(names)-len(log.sections):]
 	}
 	out, err := json.Marshal(report)
 	if err != nil {

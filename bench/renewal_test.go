@@ -129,18 +129,8 @@ func runRenewalRedlock(b *testing.B, cfg config, set *nodes) {
 		b.Fatal(err)
 	}
 
-	names := lockNames("renewal", cfg.leases)
-	leases := make([]*redlock.Lease, cfg.leases)
 	b.ResetTimer()
-	start := time.Now()
-	err = forEach(cfg.leases, renewWorkers, func(i int) error {
-		// Lock, not TryLock: on a loaded machine a node call can time out,
-		// and Lock tries again where TryLock would end the run.
-		lease, err := client.Mutex(names[i]).Lock(ctx)
-		leases[i] = lease
-		return err
-	})
-	res := renewalResult{acquire: time.Since(start)}
+	leases, res, err := acquireAll(ctx, client, lockNames("renewal", cfg.leases))
 	if err != nil {
 		b.Fatalf("acquire: %v", err)
 	}
@@ -158,29 +148,51 @@ func runRenewalRedlock(b *testing.B, cfg config, set *nodes) {
 	res.window = after.since(set, before)
 	b.StopTimer()
 
-	lost := make(lossFlags, cfg.leases)
-	var other atomic.Int64 // release errors other than a lost lease
-	_ = forEach(cfg.leases, renewWorkers, func(i int) error {
+	res.lost, res.relErrs = releaseAll(b, ctx, leases)
+	if err := closeClient(); err != nil {
+		b.Errorf("close: %v", err)
+	}
+	res.report(b, cfg)
+}
+
+// acquireAll locks every name with client, renewWorkers at a time, and
+// returns the leases and the time it took (in renewalResult.acquire).
+func acquireAll(ctx context.Context, client *redlock.Client, names []string) ([]*redlock.Lease, renewalResult, error) {
+	leases := make([]*redlock.Lease, len(names))
+	start := time.Now()
+	err := forEach(len(names), renewWorkers, func(i int) error {
+		// Lock, not TryLock: on a loaded machine a node call can time out,
+		// and Lock tries again where TryLock would end the run.
+		lease, err := client.Mutex(names[i]).Lock(ctx)
+		leases[i] = lease
+		return err
+	})
+	return leases, renewalResult{acquire: time.Since(start)}, err
+}
+
+// releaseAll unlocks every lease, renewWorkers at a time, and counts the
+// leases lost before their release and the releases that failed otherwise
+// (the first of those logged).
+func releaseAll(b *testing.B, ctx context.Context, leases []*redlock.Lease) (lost int, other int64) {
+	lostFlags := make(lossFlags, len(leases))
+	var others atomic.Int64
+	_ = forEach(len(leases), renewWorkers, func(i int) error {
 		if leases[i].Err() != nil {
-			lost[i].Store(true)
+			lostFlags[i].Store(true)
 		}
 		err := leases[i].Unlock(ctx)
 		switch {
 		case err == nil:
 		case errors.Is(err, redlock.ErrLost), errors.Is(err, redlock.ErrNotHeld):
-			lost[i].Store(true)
+			lostFlags[i].Store(true)
 		default:
-			if other.Add(1) == 1 {
+			if others.Add(1) == 1 {
 				b.Logf("release %d: %v", i, err)
 			}
 		}
 		return nil
 	})
-	if err := closeClient(); err != nil {
-		b.Errorf("close: %v", err)
-	}
-	res.lost, res.relErrs = lost.count(), other.Load()
-	res.report(b, cfg)
+	return lostFlags.count(), others.Load()
 }
 
 func runRenewalRedsync(b *testing.B, cfg config, set *nodes) {

@@ -9,14 +9,18 @@
 # row. benchstat wants 6 or more runs for confidence intervals.
 # BENCH (default .) selects benchmarks, as go test -bench does; the default
 # leaves out BenchmarkCrossDC (minutes per round, through delay proxies):
-# BENCH=CrossDC COUNT=1 ./run.sh runs it alone (see README.md).
+# BENCH=CrossDC COUNT=1 ./run.sh runs it alone (see README.md), and
+# BenchmarkCluster (12 servers, 64 worker processes): BENCH=Cluster
+# ./run.sh, whose last table puts Cluster members beside plain nodes.
 # Before each round it waits (up to QUIET_WAIT seconds, default 300) until
 # other processes use at most QUIET_BUSY % (default 25) of the CPU over 2 s,
 # and prints what it saw: results from a busy machine are noise.
 # BENCH_NODES, BENCH_WORKERS, BENCH_DURATION, BENCH_IDLE_DURATION,
 # BENCH_CYCLES, BENCH_TP_WORKERS, BENCH_LEASES, BENCH_RENEW_TTL and
 # BENCH_RENEW_HOLD pass through to the benchmarks, and BENCH_PROFILE,
-# BENCH_HANDOFFS and BENCH_FRESH to BenchmarkCrossDC (see README.md).
+# BENCH_HANDOFFS and BENCH_FRESH to BenchmarkCrossDC, BENCH_MEMBERS,
+# BENCH_SHARDS, BENCH_CLUSTER_WORKERS, BENCH_CLUSTER_NAMES and
+# BENCH_CLUSTER_LEASES to BenchmarkCluster (see README.md).
 # bash for pipefail: a failed run must not end in tables of a partial out.txt.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -24,7 +28,7 @@ benchstat=(go run golang.org/x/perf/cmd/benchstat@latest)
 go test -c -o bench.test .
 skip=()
 if [ -z "${BENCH:-}" ]; then
-	skip=(-test.skip '^BenchmarkCrossDC$')
+	skip=(-test.skip '^Benchmark(CrossDC|Cluster)$')
 fi
 
 # busy prints the % of CPU time not idle over the next 2 s (0 without /proc).
@@ -64,6 +68,9 @@ done
 if grep -q 'lib=redsync/' out.txt; then
 	others=$(grep -o 'lib=[^/]*' out.txt | cut -d= -f2 | awk '!seen[$0]++' | grep -vx redsync | tr '\n' ' ' || true)
 	"${benchstat[@]}" -col "/lib@(redsync ${others% })" out.txt
-else
+elif grep -q 'lib=' out.txt; then
 	"${benchstat[@]}" -col /lib out.txt
+fi
+if grep -q '/kind=' out.txt; then
+	"${benchstat[@]}" -col '/kind@(plain cluster)' out.txt
 fi
