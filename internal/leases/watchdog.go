@@ -158,13 +158,21 @@ func (w *Watchdog) collect(now time.Time) ([][]*Held, time.Duration) {
 }
 
 // reschedule sets l's next renewal, unless it was removed meanwhile, and
-// wakes the scheduler, which may be asleep with every lease in flight.
+// wakes the scheduler if it would sleep past it (asleep with every lease
+// in flight, say). Not otherwise: each wake-up scans every lease, and on
+// Cluster members, one lease a round, a wake-up per round fell behind
+// from some 5,000 leases.
 func (w *Watchdog) reschedule(l *Held, at time.Time) {
 	w.mu.Lock()
-	if _, ok := w.due[l]; ok {
+	_, kept := w.due[l]
+	if kept {
 		w.due[l] = at
 	}
+	sooner := kept && (w.wakeAt.IsZero() || at.Before(w.wakeAt))
 	w.mu.Unlock()
+	if !sooner {
+		return
+	}
 	select {
 	case w.kick <- struct{}{}:
 	default:
