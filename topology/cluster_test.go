@@ -271,9 +271,16 @@ func TestCluster_dialClusterURLs(t *testing.T) {
 		t.Fatalf("TryLock through Dial's Cluster URLs: %v", err)
 	}
 	defer lease.Unlock(ctx)
+	// TryLock returns once a quorum granted; the third grant may still be
+	// on its way.
 	for i, m := range members {
 		slot, _ := m.Admin(t, 0).ClusterKeySlot(ctx, name).Result()
-		if n, err := m.Admin(t, m.ShardOf(int(slot))).Exists(ctx, redlock.DefaultKeyPrefix+"{"+name+"}").Result(); err != nil || n != 1 {
+		shard := m.Admin(t, m.ShardOf(int(slot)))
+		n, err := int64(0), error(nil)
+		for deadline := time.Now().Add(2 * time.Second); n != 1 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			n, err = shard.Exists(ctx, redlock.DefaultKeyPrefix+"{"+name+"}").Result()
+		}
+		if err != nil || n != 1 {
 			t.Errorf("member %d: the lock's key is not on the shard of its slot: %d, %v", i, n, err)
 		}
 	}
