@@ -86,7 +86,7 @@ func (s *Server) waitReady(proc *process) error {
 	for {
 		if proc.exited() {
 			tail := logTail(s.cfg.Dir)
-			err := fmt.Errorf("redisproc: redis-server on port %d exited during startup (%v)%s", s.port, proc.waitErr, tail)
+			err := fmt.Errorf("redisproc: %s on port %d exited during startup (%v)%s", filepath.Base(s.cfg.Binary), s.port, proc.waitErr, tail)
 			if strings.Contains(tail, "Address already in use") {
 				return fmt.Errorf("%w: %w", err, errAddressInUse)
 			}
@@ -101,7 +101,7 @@ func (s *Server) waitReady(proc *process) error {
 		}
 		lastErr = err
 		if time.Now().After(deadline) {
-			return fmt.Errorf("redisproc: redis-server on port %d not ready after %v: %w%s", s.port, readyTimeout, lastErr, logTail(s.cfg.Dir))
+			return fmt.Errorf("redisproc: %s on port %d not ready after %v: %w%s", filepath.Base(s.cfg.Binary), s.port, readyTimeout, lastErr, logTail(s.cfg.Dir))
 		}
 		timer := time.NewTimer(20 * time.Millisecond)
 		select {

@@ -9,6 +9,7 @@
 package redisproc
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -16,14 +17,21 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/quorumlock/redlock/node"
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultBinary is the executable name used when Config.Binary is empty.
+// DefaultBinary is the executable name used when Config.Binary is empty
+// and ServerEnv is not set.
 const DefaultBinary = "redis-server"
+
+// ServerEnv names the environment variable that picks the server binary
+// when Config.Binary is empty (e.g. REDLOCK_SERVER=valkey-server): the
+// same suites then run on another server without changing a test.
+const ServerEnv = "REDLOCK_SERVER"
 
 // Config describes one redis-server process.
 type Config struct {
@@ -37,8 +45,8 @@ type Config struct {
 	// {"--appendonly", "yes", "--appendfsync", "always"}. They are passed after
 	// the defaults, so they override them.
 	Args []string
-	// Binary is the redis-server executable. Empty means DefaultBinary looked
-	// up in PATH.
+	// Binary is the redis-server executable. Empty means $REDLOCK_SERVER,
+	// or DefaultBinary when that is unset, looked up in PATH.
 	Binary string
 	// Env holds extra "KEY=value" environment variables appended to the
 	// current environment (e.g. LD_PRELOAD and FAKETIME for libfaketime).
@@ -60,17 +68,27 @@ type Server struct {
 	paused bool
 }
 
-// LookPath resolves a redis-server binary (DefaultBinary when binary is
-// empty). When it cannot be found, the error carries an installation hint.
+// LookPath resolves a server binary (when binary is empty: $REDLOCK_SERVER,
+// else DefaultBinary). When it cannot be found, the error carries an
+// installation hint naming the package.
 func LookPath(binary string) (string, error) {
 	if binary == "" {
-		binary = DefaultBinary
+		binary = cmp.Or(os.Getenv(ServerEnv), DefaultBinary)
 	}
 	path, err := exec.LookPath(binary)
 	if err != nil {
-		return "", fmt.Errorf("redisproc: %s not found in PATH: install it with `apt-get install -y redis-server`: %w", binary, err)
+		return "", fmt.Errorf("redisproc: %s not found in PATH: install it with `%s`: %w", binary, installHint(binary), err)
 	}
 	return path, nil
+}
+
+// installHint is the command that installs binary on Debian 12, whose
+// Valkey is in bookworm-backports only.
+func installHint(binary string) string {
+	if strings.Contains(filepath.Base(binary), "valkey") {
+		return "apt-get install -y -t bookworm-backports valkey-server"
+	}
+	return "apt-get install -y redis-server"
 }
 
 // Start launches a redis-server described by cfg and waits (up to about five

@@ -76,6 +76,21 @@ func TestLookPathHint(t *testing.T) {
 	}
 }
 
+// TestServerEnv: REDLOCK_SERVER picks the binary of an empty
+// Config.Binary, and the install hint names that binary's package.
+func TestServerEnv(t *testing.T) {
+	for binary, hint := range map[string]string{
+		"valkey-server-that-does-not-exist": "-t bookworm-backports valkey-server",
+		"redis-server-that-does-not-exist":  "apt-get install -y redis-server",
+	} {
+		t.Setenv(redisproc.ServerEnv, binary)
+		_, err := redisproc.LookPath("")
+		if err == nil || !strings.Contains(err.Error(), binary+" not found") || !strings.Contains(err.Error(), hint) {
+			t.Errorf("%s=%s: want %q and its hint %q, got %v", redisproc.ServerEnv, binary, binary, hint, err)
+		}
+	}
+}
+
 func TestStartRequiresDir(t *testing.T) {
 	if _, err := redisproc.Start(redisproc.Config{}); err == nil {
 		t.Fatal("Start without Dir succeeded")

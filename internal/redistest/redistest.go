@@ -1,9 +1,10 @@
 // Package redistest starts real redis-server processes for tests.
 //
 // Servers are started in t.TempDir() subdirectories and killed via
-// t.Cleanup. When redis-server is missing the test is skipped with an
-// installation hint, unless REDLOCK_REQUIRE_REDIS=1 is set, in which case it
-// fails instead.
+// t.Cleanup. The binary is redis-server, or the one REDLOCK_SERVER names
+// (redisproc.ServerEnv, e.g. valkey-server). When it is missing the test
+// is skipped with an installation hint, unless REDLOCK_REQUIRE_REDIS=1 is
+// set, in which case it fails instead.
 package redistest
 
 import (
@@ -37,8 +38,9 @@ type Cluster struct {
 	Nodes []*redisproc.Server
 }
 
-// RequireRedis returns the path of redis-server, or skips the test (fails it
-// when REDLOCK_REQUIRE_REDIS=1) with an installation hint.
+// RequireRedis returns the path of the server binary (redis-server, or
+// $REDLOCK_SERVER), or skips the test (fails it when
+// REDLOCK_REQUIRE_REDIS=1) with an installation hint.
 func RequireRedis(t testing.TB) string {
 	t.Helper()
 	path, err := redisproc.LookPath("")
