@@ -87,7 +87,9 @@ local function facts()
   local function info(section)
     if sections[section] == nil then
       local text = redis.pcall('INFO', section)
-      sections[section] = type(text) == 'string' and text or false
+      -- A section without a single field (a proxy that blanks it) says
+      -- nothing happened only by hiding it: read as refused.
+      sections[section] = type(text) == 'string' and string.find(text, '\n[%w_|%-]+:') ~= nil and text or false
     end
     return sections[section] or nil
   end
