@@ -122,6 +122,17 @@ func TestGuard_userWithoutInfoIsRefusedAtOnce(t *testing.T) {
 		}
 	}
 	a := mustLock(t, ctx, newClientOf(t, aclUser(t, cluster), blind...).Mutex("acl"))
+	// Lock returned on a quorum; a grant still on its way would be sent
+	// again (go-redis retries) to a node restarted meanwhile.
+	for i := range cluster.Nodes {
+		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			if owner, _ := cluster.Admin(t, i).HGet(ctx, "redlock:{acl}", "owner").Result(); owner == a.Owner() {
+				break
+			} else if time.Now().After(deadline) {
+				t.Fatalf("node %d: A's grant did not land: owner %q", i, owner)
+			}
+		}
+	}
 	for _, i := range []int{0, 1} {
 		if err := cluster.Nodes[i].Restart(true); err != nil { // loads the snapshot
 			t.Fatal(err)
