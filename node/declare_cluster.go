@@ -20,10 +20,8 @@ var (
 
 // declareCluster declares a Redis Cluster member: each master shard passes
 // declare.lua's checks (declare_shard.lua, every slot marker it holds
-// among them), then, in mode "declare", every slot it serves gets a
-// marker declared for the shard's data now. A shard that restarts or
-// fails over between the check and the writes changes its replication
-// id: the markers then count as stamped on other data (a quarantine).
+// among them) and, in mode "declare", in the same script every slot it
+// serves gets a marker declared for the shard's data now.
 func declareCluster(ctx context.Context, cluster *redis.ClusterClient, prefix, mode string) error {
 	slots, err := cluster.ClusterSlots(ctx).Result()
 	if err != nil {
@@ -55,10 +53,18 @@ func declareCluster(ctx context.Context, cluster *redis.ClusterClient, prefix, m
 }
 
 // declareShard checks one shard and, in mode "declare", writes the marker
-// of every slot in ranges, in one pipeline.
+// of every slot in ranges, in the same script.
 func declareShard(ctx context.Context, shard *redis.Client, prefix, mode string, ranges []redis.ClusterSlot) error {
 	marker := prefix + "node"
-	reply, err := declareShardScript.Run(ctx, shard, nil, globEscape(prefix)+"*", marker+":{").Result()
+	args := []any{globEscape(prefix) + "*", marker + ":{", mode}
+	if mode == "declare" {
+		for _, r := range ranges {
+			for slot := r.Start; slot <= r.End; slot++ {
+				args = append(args, marker+":{"+slotTag(uint16(slot))+"}")
+			}
+		}
+	}
+	reply, err := declareShardScript.Run(ctx, shard, nil, args...).Result()
 	if err != nil {
 		return err
 	}
@@ -66,29 +72,8 @@ func declareShard(ctx context.Context, shard *redis.Client, prefix, mode string,
 	if !ok || len(list) != 4 || list[0] != "ok" {
 		return decodeDeclared(reply)
 	}
-	replid, run, evictions := fmt.Sprint(list[1]), fmt.Sprint(list[2]), fmt.Sprint(list[3])
-	if _, err := strconv.ParseUint(evictions, 10, 64); err != nil {
+	if _, err := strconv.ParseUint(fmt.Sprint(list[3]), 10, 64); err != nil {
 		return fmt.Errorf("%w to declare: %v", ErrBadReply, reply)
 	}
-	if mode != "declare" {
-		return nil
-	}
-	value := fmt.Sprintf("0 declared %s 0 0 %s %s", replid, evictions, run)
-	pipe := shard.Pipeline()
-	for _, r := range ranges {
-		for slot := r.Start; slot <= r.End; slot++ {
-			pipe.Set(ctx, marker+":{"+slotTag(uint16(slot))+"}", value, 0)
-			if pipe.Len() == declareChunk {
-				if _, err := pipe.Exec(ctx); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	_, err = pipe.Exec(ctx)
-	return err
+	return nil
 }
-
-// declareChunk bounds the SETs of one round trip: a shard's 5,000 or more
-// markers in one pipeline could outlast a short read timeout.
-const declareChunk = 1024

@@ -1,15 +1,18 @@
--- declare_shard: declare.lua's checks for one shard of a Redis Cluster
--- member, whose markers are one per slot ("<marker>:{<tag>}"). It writes
--- nothing (a script may touch one slot only): the client writes each
--- slot's marker with the stamp this answers. A slot's marker that records
--- no loss (new, declared, or a slot not proven unseen: cluster) and never
--- voted within its guard passes.
+-- declare_shard: declare.lua for one shard of a Redis Cluster member,
+-- whose markers are one per slot ("<marker>:{<tag>}"), checked and
+-- written in one script (flags=allow-cross-slot-keys: the keys of many
+-- slots of this shard), so that nothing can drop data between the check
+-- and the declaration. A slot's marker that records no loss (new,
+-- declared, or a slot not proven unseen: cluster) and never voted within
+-- its guard passes.
 --
 -- ARGV[1]  a SCAN pattern matching every key under the prefix
 -- ARGV[2]  the slot markers' names up to the hash tag ("<marker>:{")
+-- ARGV[3]  "check": judge only; "declare": then write the markers
+-- ARGV[4…] with "declare", the marker of every slot the shard serves
 --
--- Reply: {"ok", replid, run_id, evictions} when the shard passes; else
---        as declare.lua's refusals.
+-- Reply: {"ok", replid, run_id, evictions} when the shard passes (and,
+--        with "declare", is declared); else as declare.lua's refusals.
 local replid = string.match(redis.call('INFO', 'replication'), '\nmaster_replid:(%x+)')
 if not replid then
   return redis.error_reply('ERR redlock: INFO replication has no master_replid')
@@ -55,4 +58,12 @@ until cursor == '0' or #found > 10
 if #found > 1 then
   return found
 end
-return { 'ok', replid, run or '0', tostring(f.evictions()) }
+local evictions = f.evictions()
+if ARGV[3] == 'declare' then
+  for i = 4, #ARGV do
+    local value = redis.call('GET', ARGV[i])
+    local longest = value and select(4, f.parse(value)) or 0
+    f.stamp(ARGV[i], 0, 'declared', replid, longest or 0, 0, run, evictions)
+  end
+end
+return { 'ok', replid, run or '0', tostring(evictions) }
