@@ -2,6 +2,7 @@ package node_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -116,7 +117,8 @@ func TestBatcher_keepsOrderAcrossAFlushedCache(t *testing.T) {
 	var wg sync.WaitGroup
 	wg.Go(func() { _, _ = n.Acquire(ctx, nil, keysOf("other"), "o2", "h2", time.Second) }) // in flight
 	time.Sleep(50 * time.Millisecond)
-	wg.Go(func() { _, _ = n.Renew(ctx, renewal) })
+	var renewErr error
+	wg.Go(func() { _, renewErr = n.Renew(ctx, renewal) })
 	time.Sleep(50 * time.Millisecond)
 	var released node.Released
 	var releaseErr error
@@ -132,6 +134,11 @@ func TestBatcher_keepsOrderAcrossAFlushedCache(t *testing.T) {
 	}
 	if releaseErr == nil && released == node.LockDeleted && exists == 1 {
 		t.Fatal("the release deleted the lock, then the renewal queued before it re-created it")
+	}
+	// The renewal did not run, and says so: not sent (so that a release
+	// in its place would be tried again), not an answer.
+	if !errors.Is(renewErr, node.ErrNotSent) || node.Answered(renewErr) {
+		t.Fatalf("the renewal kept out of order: %v; want ErrNotSent", renewErr)
 	}
 	t.Logf("release: %v, %v; key exists: %v", released, releaseErr, exists == 1)
 }

@@ -2,6 +2,9 @@ package node
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
@@ -10,19 +13,31 @@ import (
 // A Redis Cluster (or Ring) member runs each script on the shard of its
 // keys, and each shard has a script cache of its own, while a SCRIPT LOAD
 // in a pipeline goes to any one shard. There a script not known loaded is
-// loaded on every shard first (ClusterClient.ScriptLoad does), and a
-// NOSCRIPT (a shard restarted, failed over or added since) is answered by
-// EVAL on that shard: no call fails for a cache it cannot see.
+// loaded on every master shard first, and a NOSCRIPT (a shard restarted,
+// failed over or added since) is answered by EVAL on that shard: no call
+// fails for a cache it cannot see.
 
-// loadEverywhere loads scripts on every shard; a script whose load failed
-// stays not known loaded (its calls fall back to EVAL where needed).
+// loadEverywhere loads scripts on every master shard, best effort: a
+// shard that missed it answers NOSCRIPT and gets EVAL, and the script is
+// loaded everywhere again after the next NOSCRIPT. Marked loaded after
+// one try, so that a shard down does not cost every call a load.
 func (b *batcher) loadEverywhere(ctx context.Context, scripts []*luaScript) {
 	for _, script := range scripts {
-		if b.client.ScriptLoad(ctx, script.source).Err() == nil {
-			b.mu.Lock()
-			b.loaded[script] = true
-			b.mu.Unlock()
+		load := func(ctx context.Context, shard *redis.Client) error {
+			_ = shard.ScriptLoad(ctx, script.source).Err()
+			return nil
 		}
+		switch c := b.client.(type) {
+		case *redis.ClusterClient:
+			_ = c.ForEachMaster(ctx, load)
+		case *redis.Ring:
+			_ = c.ForEachShard(ctx, load)
+		default:
+			_ = b.client.ScriptLoad(ctx, script.source).Err()
+		}
+		b.mu.Lock()
+		b.loaded[script] = true
+		b.mu.Unlock()
 	}
 }
 
@@ -54,22 +69,34 @@ func (b *batcher) runScattered(ctx context.Context, p *pending) *redis.Cmd {
 
 // evalUncached runs again, by EVAL, each call of a pipeline that a node
 // (or shard) answered NOSCRIPT: it did not run. Not a call followed in the
-// pipeline by one that did run on the same node (on a Cluster, in the same
-// slot): run now it would overtake that one (a release after a renewal),
-// so it keeps its NOSCRIPT, and its caller tries again knowing it did not
-// run. A node that lost its cache answers every call NOSCRIPT, so in
-// practice all run again.
+// pipeline by one that ran on a lock it names (a release after a
+// renewal): run now it would overtake that one. It fails as not sent
+// (ErrNotSent: it did not run), so that a release goes to the sweeper and
+// is tried again. A node that lost its cache answers every call NOSCRIPT,
+// so in practice all run again.
 func (b *batcher) evalUncached(ctx context.Context, batch []*pending, cmds []*redis.Cmd) {
 	rerun := make([]bool, len(batch))
-	ranAfter := map[int]bool{}
+	ranAfter := map[string]bool{} // tags of later calls that ran
+	untagged, ran := false, false // a later call without tags ran; any did
 	for i := len(batch) - 1; i >= 0; i-- {
-		at := b.orderedWithin(batch[i])
+		tags := hashTags(batch[i].keys)
 		if !redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
-			ranAfter[at] = true
+			for _, tag := range tags {
+				ranAfter[tag] = true
+			}
+			untagged, ran = untagged || len(tags) == 0, true
 			continue
 		}
 		b.forget(batch[i].script)
-		rerun[i] = !ranAfter[at]
+		// A call without tags may touch any lock: it orders with every call.
+		overtakes := untagged || (len(tags) == 0 && ran) ||
+			slices.ContainsFunc(tags, func(tag string) bool { return ranAfter[tag] })
+		rerun[i] = !overtakes
+		if !rerun[i] {
+			kept := redis.NewCmd(batch[i].ctx)
+			kept.SetErr(fmt.Errorf("%w: %v", ErrNotSent, cmds[i].Err())) // not an answer: it did not run
+			cmds[i] = kept
+		}
 	}
 	var pipe redis.Pipeliner
 	for i, p := range batch {
@@ -85,13 +112,19 @@ func (b *batcher) evalUncached(ctx context.Context, batch []*pending, cmds []*re
 	}
 }
 
-// orderedWithin names the calls whose order a node keeps with p's: every
-// call on a plain node (0); on a Cluster or Ring, those of p's slot.
-func (b *batcher) orderedWithin(p *pending) int {
-	if !b.scatter || len(p.keys) == 0 {
-		return 0
+// hashTags are the hash tags of keys (a lock's name, "{name}"): the locks
+// a call touches. The node's marker has none on a plain node, and on a
+// Cluster its tag names a slot, which a lock of that slot shares.
+func hashTags(keys []string) []string {
+	var tags []string
+	for _, key := range keys {
+		if open := strings.IndexByte(key, '{'); open >= 0 {
+			if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+				tags = append(tags, key[open+1:open+1+end])
+			}
+		}
 	}
-	return 1 + int(slotOf(p.keys[0]))
+	return tags
 }
 
 // forget marks script as not known loaded, so that the next call loads it
