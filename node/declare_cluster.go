@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	_ "embed"
+	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -23,20 +24,10 @@ var (
 // among them) and, in mode "declare", in the same script every slot it
 // serves gets a marker declared for the shard's data now.
 func declareCluster(ctx context.Context, cluster *redis.ClusterClient, prefix, mode string) error {
-	slots, err := cluster.ClusterSlots(ctx).Result()
-	if err != nil {
-		return err
-	}
-	served := map[string][]redis.ClusterSlot{}
-	for _, r := range slots {
-		if len(r.Nodes) > 0 {
-			served[r.Nodes[0].Addr] = append(served[r.Nodes[0].Addr], r)
-		}
-	}
 	var mu sync.Mutex
 	var refusals []error
-	err = cluster.ForEachMaster(ctx, func(ctx context.Context, shard *redis.Client) error {
-		if err := declareShard(ctx, shard, prefix, mode, served[shard.Options().Addr]); err != nil {
+	err := cluster.ForEachMaster(ctx, func(ctx context.Context, shard *redis.Client) error {
+		if err := declareShard(ctx, shard, prefix, mode); err != nil {
 			mu.Lock()
 			refusals = append(refusals, fmt.Errorf("shard %s: %w", shard.Options().Addr, err))
 			mu.Unlock()
@@ -46,18 +37,42 @@ func declareCluster(ctx context.Context, cluster *redis.ClusterClient, prefix, m
 	if err != nil {
 		return err
 	}
-	if len(refusals) > 0 {
-		return refusals[0]
+	return errors.Join(refusals...)
+}
+
+// servedBy is the slots the shard serves, as it sees them itself (by its
+// node id, not an address the client may have rewritten).
+func servedBy(ctx context.Context, shard *redis.Client) ([]redis.ClusterSlot, error) {
+	id, err := shard.ClusterMyID(ctx).Result()
+	if err != nil {
+		return nil, err
 	}
-	return nil
+	slots, err := shard.ClusterSlots(ctx).Result()
+	if err != nil {
+		return nil, err
+	}
+	var served []redis.ClusterSlot
+	for _, r := range slots {
+		if len(r.Nodes) > 0 && r.Nodes[0].ID == id {
+			served = append(served, r)
+		}
+	}
+	if len(served) == 0 {
+		return nil, errors.New("it serves no slot: not declared")
+	}
+	return served, nil
 }
 
 // declareShard checks one shard and, in mode "declare", writes the marker
-// of every slot in ranges, in the same script.
-func declareShard(ctx context.Context, shard *redis.Client, prefix, mode string, ranges []redis.ClusterSlot) error {
+// of every slot it serves, in the same script.
+func declareShard(ctx context.Context, shard *redis.Client, prefix, mode string) error {
 	marker := prefix + "node"
 	args := []any{globEscape(prefix) + "*", marker + ":{", mode}
 	if mode == "declare" {
+		ranges, err := servedBy(ctx, shard)
+		if err != nil {
+			return err
+		}
 		for _, r := range ranges {
 			for slot := r.Start; slot <= r.End; slot++ {
 				args = append(args, marker+":{"+slotTag(uint16(slot))+"}")

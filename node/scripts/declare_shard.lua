@@ -27,6 +27,12 @@ local dropped = f.dropped()
 if dropped then
   return { 'dropped', dropped }
 end
+-- A Cluster replica takes over without a command: promoted (or loaded
+-- from disk), it may lack a lease its old primary granted.
+local replid2 = string.match(redis.call('INFO', 'replication'), '\nmaster_replid2:(%x+)')
+if replid2 ~= string.rep('0', 40) then
+  return { 'dropped', 'failover' }
+end
 -- judge returns a refusal for a slot marker's value, or nil.
 local function judge(value)
   local since, why, _, longest, voted = f.parse(value)
@@ -60,10 +66,15 @@ if #found > 1 then
 end
 local evictions = f.evictions()
 if ARGV[3] == 'declare' then
+  -- Every marker read before any is written: a slot no longer here (the
+  -- client's map was stale) fails the script with nothing written.
+  local longest = {}
   for i = 4, #ARGV do
     local value = redis.call('GET', ARGV[i])
-    local longest = value and select(4, f.parse(value)) or 0
-    f.stamp(ARGV[i], 0, 'declared', replid, longest or 0, 0, run, evictions)
+    longest[i] = value and select(4, f.parse(value)) or 0
+  end
+  for i = 4, #ARGV do
+    f.stamp(ARGV[i], 0, 'declared', replid, longest[i] or 0, 0, run, evictions)
   end
 end
 return { 'ok', replid, run or '0', tostring(evictions) }
