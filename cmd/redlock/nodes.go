@@ -72,8 +72,12 @@ func parseNodeList(items []string, from string) ([]string, error) {
 }
 
 // maskPassword hides the password of a node URL that may not parse:
-// everything between the user name's colon and the last '@'.
+// everything between the user name's colon and the last '@', and the
+// query, which may carry one (sentinel_password=, password=).
 func maskPassword(raw string) string {
+	if base, _, query := strings.Cut(raw, "?"); query {
+		raw = base + "?…"
+	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	at := strings.LastIndex(rest, "@")
 	if !ok || at < 0 {
