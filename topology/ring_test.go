@@ -74,4 +74,3 @@ func commandCalls(t *testing.T, admin *redis.Client, command string) int64 {
 	}
 	return 0
 }
-
