@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -448,16 +447,7 @@ func reportSpread(b *testing.B, cfg config, cc clusterConfig, st spreadStats, sp
 func runMemberRenewal(b *testing.B, cfg config, cc clusterConfig, m *memberSet) {
 	r := &rig{share: renewWorkers, calls: &callCounter{}}
 	b.Cleanup(func() { _ = r.close() })
-	var renewed atomic.Int64
-	client, err := redlock.New(r.memberClients(m.addrs), redlock.WithTTL(cfg.renewTTL),
-		redlock.WithObserver(redlock.Observer{
-			Renewed: func(redlock.RenewedEvent) { renewed.Add(1) },
-		}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	closeClient := sync.OnceValue(client.Close)
-	b.Cleanup(func() { _ = closeClient() })
+	client, renewed, closeClient := renewalClient(b, cfg, r.memberClients(m.addrs))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 

@@ -14,6 +14,7 @@ import (
 	redsyncredis "github.com/go-redsync/redsync/v4/redis"
 	"github.com/go-redsync/redsync/v4/redis/goredis/v9"
 	"github.com/quorumlock/redlock"
+	"github.com/redis/go-redis/v9"
 )
 
 // renewWorkers bounds the goroutines that acquire, extend and release the
@@ -113,16 +114,7 @@ func (f lossFlags) count() int {
 func runRenewalRedlock(b *testing.B, cfg config, set *nodes) {
 	r := &rig{share: renewWorkers, calls: &callCounter{}}
 	b.Cleanup(func() { _ = r.close() })
-	var renewed atomic.Int64
-	client, err := redlock.New(r.newClients(set), redlock.WithTTL(cfg.renewTTL),
-		redlock.WithObserver(redlock.Observer{
-			Renewed: func(redlock.RenewedEvent) { renewed.Add(1) },
-		}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	closeClient := sync.OnceValue(client.Close)
-	b.Cleanup(func() { _ = closeClient() })
+	client, renewed, closeClient := renewalClient(b, cfg, r.newClients(set))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := r.warmUp(ctx); err != nil {
@@ -153,6 +145,23 @@ func runRenewalRedlock(b *testing.B, cfg config, set *nodes) {
 		b.Errorf("close: %v", err)
 	}
 	res.report(b, cfg)
+}
+
+// renewalClient is the Client of a renewal run (TTL cfg.renewTTL, the
+// watchdog on), a count of its renewals, and its Close, which may be
+// called early (also run at cleanup).
+func renewalClient(b *testing.B, cfg config, clients []redis.UniversalClient) (*redlock.Client, *atomic.Int64, func() error) {
+	renewed := new(atomic.Int64)
+	client, err := redlock.New(clients, redlock.WithTTL(cfg.renewTTL),
+		redlock.WithObserver(redlock.Observer{
+			Renewed: func(redlock.RenewedEvent) { renewed.Add(1) },
+		}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	closeClient := sync.OnceValue(client.Close)
+	b.Cleanup(func() { _ = closeClient() })
+	return client, renewed, closeClient
 }
 
 // acquireAll locks every name with client, renewWorkers at a time, and
