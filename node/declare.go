@@ -16,8 +16,10 @@ import (
 var (
 	//go:embed scripts/declare.lua
 	declareSource string
+	//go:embed scripts/declare_common.lua
+	declareCommon string
 
-	declareScript = redis.NewScript(guardSource + declareSource)
+	declareScript = redis.NewScript(guardSource + declareCommon + declareSource)
 )
 
 // ErrNotNew reports a node that Declare refused: it holds keys under the

@@ -16,7 +16,7 @@ var (
 	declareShardSource string
 
 	// Keyless, it reads each slot's marker it finds on the shard: many slots.
-	declareShardScript = redis.NewScript("#!lua flags=allow-cross-slot-keys\n" + guardSource + declareShardSource)
+	declareShardScript = redis.NewScript("#!lua flags=allow-cross-slot-keys\n" + guardSource + declareCommon + declareShardSource)
 )
 
 // declareCluster declares a Redis Cluster member: each master shard passes

@@ -289,3 +289,24 @@ func TestCluster_dialClusterURLs(t *testing.T) {
 		t.Fatalf("Dial of a malformed Cluster URL: %v; want ErrConfig without the password", err)
 	}
 }
+
+// init on Cluster members that serve a lock declares none: the shard that
+// holds it names its key (or a slot marker that voted within its guard).
+func TestCluster_initRefusesMembersInUse(t *testing.T) {
+	_, clients := clusterMembers(t, 3)
+	declareAll(t, clients)
+	c := newLockClient(t, clients)
+	if _, err := c.Mutex("in-use").TryLock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	scripters := make([]redis.Scripter, len(clients))
+	for i, client := range clients {
+		scripters[i] = client
+	}
+	err := node.DeclareSet(context.Background(), scripters, redlock.DefaultKeyPrefix)
+	var refused *node.SetRefused
+	if !errors.As(err, &refused) || refused.Declared != 0 || !errors.Is(err, node.ErrNotNew) ||
+		!strings.Contains(err.Error(), "in-use") && !strings.Contains(err.Error(), "voted so recently") {
+		t.Fatalf("init on members in use: %v; want none declared, the lock's key or a live marker named", err)
+	}
+}

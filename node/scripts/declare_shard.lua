@@ -13,56 +13,28 @@
 --
 -- Reply: {"ok", replid, run_id, evictions} when the shard passes (and,
 --        with "declare", is declared); else as declare.lua's refusals.
-local replid = string.match(redis.call('INFO', 'replication'), '\nmaster_replid:(%x+)')
-if not replid then
-  return redis.error_reply('ERR redlock: INFO replication has no master_replid')
-end
 local f = facts()
 local _, run = f.start()
-local loaded = string.match(redis.call('INFO', 'persistence'), '\nrdb_last_load_keys_loaded:(%d+)') or 'unknown'
-if loaded ~= '0' then
-  return { 'loaded', loaded }
-end
 local dropped = f.dropped()
-if dropped then
-  return { 'dropped', dropped }
-end
 -- A Cluster replica takes over without a command: promoted (or loaded
 -- from disk), it may lack a lease its old primary granted.
 local replid2 = string.match(redis.call('INFO', 'replication'), '\nmaster_replid2:(%x+)')
-if replid2 ~= string.rep('0', 40) then
-  return { 'dropped', 'failover' }
+if not dropped and replid2 ~= string.rep('0', 40) then
+  dropped = 'failover'
 end
--- judge returns a refusal for a slot marker's value, or nil.
-local function judge(value)
-  local since, why, _, longest, voted = f.parse(value)
-  if since == nil or (since > 0 and why ~= 'new' and why ~= 'declared' and why ~= 'cluster') then
-    return { 'marker', value }
-  end
-  local live_until = voted + longest + 1000
-  if voted > 0 and live_until > node_now() then
-    return { 'live', value, tostring(live_until - node_now()) }
-  end
-  return nil
-end
-local found = { 'keys' }
-local cursor = '0'
-repeat
-  local page = redis.call('SCAN', cursor, 'MATCH', ARGV[1], 'COUNT', 1000)
-  cursor = page[1]
-  for _, key in ipairs(page[2]) do
-    if string.sub(key, 1, #ARGV[2]) == ARGV[2] then
-      local refusal = judge(redis.call('GET', key))
-      if refusal then
-        return refusal
-      end
-    elseif #found <= 10 then
-      found[#found + 1] = key
+-- A slot's marker: refused when it records a loss or voted within its guard.
+local kept = { new = true, declared = true, cluster = true }
+local refusal = not_loaded(false)
+  or (dropped and { 'dropped', dropped })
+  or keys_under(ARGV[1], function(key)
+    if string.sub(key, 1, #ARGV[2]) ~= ARGV[2] then
+      return false
     end
-  end
-until cursor == '0' or #found > 10
-if #found > 1 then
-  return found
+    local value = redis.call('GET', key)
+    return value and (marker_loss(f, value, kept) or marker_live(f, value)) or true
+  end)
+if refusal then
+  return refusal
 end
 local evictions = f.evictions()
 if ARGV[3] == 'declare' then
