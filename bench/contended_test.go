@@ -94,6 +94,7 @@ func reportContended(b *testing.B, cfg config, logs []workerLog, deadline time.T
 	b.ReportMetric(float64(spent.cmds)/sections, "cmds/section")
 	b.ReportMetric(float64(spent.calls)/sections, "calls/section")
 	b.ReportMetric(micros(spent.redisCPU)/sections, "redis-cpu-µs/section")
+	b.ReportMetric(micros(spent.scriptT)/sections, "script-µs/section")
 }
 
 // section is one critical section, as its worker saw it.

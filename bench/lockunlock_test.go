@@ -69,6 +69,11 @@ func runLockUnlock(b *testing.B, cfg config, set *nodes, p peer) {
 	b.ReportMetric(micros(percentile(latencies, 0.50)), "p50-µs")
 	b.ReportMetric(micros(percentile(latencies, 0.99)), "p99-µs")
 	b.ReportMetric(float64(d.cmds)/cycles, "cmds/op")
+	b.ReportMetric(micros(d.redisCPU)/cycles, "redis-cpu-µs/op")
+	b.ReportMetric(micros(d.scriptT)/cycles, "script-µs/op")
+	if d.scripts > 0 {
+		b.ReportMetric(micros(d.scriptT)/float64(d.scripts), "µs/script")
+	}
 	if r.calls != nil {
 		b.ReportMetric(float64(d.calls)/cycles, "calls/op")
 	}

@@ -110,6 +110,7 @@ func runProcesses(b *testing.B, cfg config, set *nodes, libName string) {
 	}
 	nodesSpent := after.since(set, before)
 	spent.cmds, spent.redisCPU = nodesSpent.cmds, nodesSpent.redisCPU
+	spent.scripts, spent.scriptT = nodesSpent.scripts, nodesSpent.scriptT
 
 	reportContended(b, cfg, logs, deadline, spent)
 	if st := analyze(logs, deadline); st.sections > 0 {

@@ -80,6 +80,8 @@ type counts struct {
 	calls    int64         // commands the library sent (0 without a callCounter)
 	trips    int64         // round trips they took
 	redisCPU time.Duration // INFO used_cpu_user + used_cpu_sys, all nodes
+	scripts  int64         // script calls (EVAL, EVALSHA, FCALL and their _RO forms), all nodes
+	scriptT  time.Duration // the time the nodes spent in them (INFO commandstats usec)
 	selfCPU  time.Duration // this process (client side), 0 where unknown
 }
 
@@ -94,6 +96,9 @@ func (s *nodes) snapshot(ctx context.Context, calls *callCounter) (counts, error
 	if c.redisCPU, err = s.cpuTime(ctx); err != nil {
 		return c, err
 	}
+	if c.scripts, c.scriptT, err = s.scriptTime(ctx); err != nil {
+		return c, err
+	}
 	if calls != nil {
 		c.calls, c.trips = calls.n.Load(), calls.trips.Load()
 	}
@@ -103,10 +108,12 @@ func (s *nodes) snapshot(ctx context.Context, calls *callCounter) (counts, error
 
 // since is what happened between an earlier snapshot and c, without the
 // INFO commands the snapshots themselves sent (see commandsBetween; the
-// INFO cpu of a snapshot is counted like its INFO stats).
+// INFO cpu and commandstats of a snapshot are counted like its INFO stats).
 func (c counts) since(s *nodes, before counts) counts {
 	return counts{
-		cmds:     c.cmds - before.cmds - 2*int64(len(s.admins)),
+		cmds:     c.cmds - before.cmds - 3*int64(len(s.admins)),
+		scripts:  c.scripts - before.scripts,
+		scriptT:  c.scriptT - before.scriptT,
 		calls:    c.calls - before.calls,
 		trips:    c.trips - before.trips,
 		redisCPU: c.redisCPU - before.redisCPU,
@@ -131,6 +138,50 @@ func (s *nodes) cpuTime(ctx context.Context) (time.Duration, error) {
 		}
 	}
 	return time.Duration(total * float64(time.Second)), nil
+}
+
+// scriptCommands are the commandstats entries of script calls.
+var scriptCommands = []string{"eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"}
+
+// scriptTime sums the script calls the nodes ran and the time they took
+// (INFO commandstats; the commands a script runs are inside its time).
+func (s *nodes) scriptTime(ctx context.Context) (int64, time.Duration, error) {
+	var calls, usec int64
+	for i, admin := range s.admins {
+		info, err := admin.Info(ctx, "commandstats").Result()
+		if err != nil {
+			return 0, 0, fmt.Errorf("node %d: INFO commandstats: %w", i, err)
+		}
+		for line := range strings.SplitSeq(info, "\r\n") {
+			name, rest, ok := strings.Cut(strings.TrimPrefix(line, "cmdstat_"), ":")
+			if !ok || !slices.Contains(scriptCommands, name) {
+				continue
+			}
+			n, u, err := commandStat(rest)
+			if err != nil {
+				return 0, 0, fmt.Errorf("node %d: cmdstat_%s: %w", i, name, err)
+			}
+			calls, usec = calls+n, usec+u
+		}
+	}
+	return calls, time.Duration(usec) * time.Microsecond, nil
+}
+
+// commandStat reads calls and usec from "calls=N,usec=U,...".
+func commandStat(fields string) (calls, usec int64, err error) {
+	for field := range strings.SplitSeq(fields, ",") {
+		key, value, _ := strings.Cut(field, "=")
+		switch key {
+		case "calls":
+			calls, err = strconv.ParseInt(value, 10, 64)
+		case "usec":
+			usec, err = strconv.ParseInt(value, 10, 64)
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	return calls, usec, nil
 }
 
 func infoFloat(info, field string) (float64, error) {
