@@ -92,19 +92,19 @@ func TestMutex_Lock_scriptFlushBetweenCalls(t *testing.T) {
 	c := newClient(t, cluster, redlock.WithWatchdog(false))
 	for range 3 {
 		for i := range cluster.Nodes {
-			if err := cluster.Admin(t, i).ScriptFlush(ctx).Err(); err != nil {
+			if err := redistest.FlushScripts(ctx, cluster.Admin(t, i)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		lease := mustLock(t, ctx, c.Mutex("flushed"))
 		for i := range cluster.Nodes {
-			_ = cluster.Admin(t, i).ScriptFlush(ctx).Err()
+			_ = redistest.FlushScripts(ctx, cluster.Admin(t, i))
 		}
 		if err := lease.Extend(ctx); err != nil {
 			t.Fatalf("Extend after SCRIPT FLUSH: %v", err)
 		}
 		for i := range cluster.Nodes {
-			_ = cluster.Admin(t, i).ScriptFlush(ctx).Err()
+			_ = redistest.FlushScripts(ctx, cluster.Admin(t, i))
 		}
 		mustUnlock(t, lease)
 	}

@@ -131,7 +131,7 @@ func evalCalls(t *testing.T, admin *redis.Client) int {
 	}
 	total := 0
 	for _, line := range strings.Split(info, "\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls="} {
+		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls=", "cmdstat_fcall:calls="} {
 			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
 				n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
 				total += n

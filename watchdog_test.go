@@ -13,7 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptCalls is how many scripts node ran since its last CONFIG RESETSTAT.
+// scriptCalls is how many scripts (EVAL, EVALSHA, FCALL) node ran since its
+// last CONFIG RESETSTAT.
 func scriptCalls(t *testing.T, admin *redis.Client) int64 {
 	t.Helper()
 	info, err := admin.Info(context.Background(), "commandstats").Result()
@@ -22,7 +23,8 @@ func scriptCalls(t *testing.T, admin *redis.Client) int64 {
 	}
 	var total int64
 	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
+		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") &&
+			!strings.HasPrefix(line, "cmdstat_fcall:") {
 			continue
 		}
 		for _, field := range strings.Split(strings.TrimSpace(line[strings.Index(line, ":")+1:]), ",") {

@@ -25,6 +25,7 @@ type batcher struct {
 
 	mu      sync.Mutex
 	loaded  map[*luaScript]bool // known to be in the node's script cache
+	library int                 // the function library's state here (see functions.go)
 	queue   []*pending
 	running bool // a caller or the flusher is sending
 	flusher sync.WaitGroup
@@ -53,7 +54,8 @@ type pending struct {
 	done   chan struct{}
 	// also, when set, adds commands to the pipeline that carries the call
 	// and returns what to do with their replies once it is back.
-	also func(redis.Pipeliner) func()
+	also  func(redis.Pipeliner) func()
+	fcall bool // sent as FCALL: its answer says nothing of the script cache
 }
 
 // run sends the script call and waits for its reply or ctx; order (may be
@@ -167,7 +169,7 @@ func (b *batcher) sendQueued() {
 		sent := time.Now()
 		p.cmd = b.runAlone(ctx, p)
 		got := time.Now()
-		b.markLoaded(p.script, p.cmd.Err())
+		b.markLoaded(p)
 		b.health.record(Answered(p.cmd.Err()), p.cmd.Err(), got.Sub(sent))
 		b.judge(batch, sent, got)
 		close(p.done)
@@ -183,13 +185,17 @@ func (b *batcher) runAlone(ctx context.Context, p *pending) *redis.Cmd {
 	if b.scatter {
 		return b.runScattered(ctx, p)
 	}
+	if b.useLibrary(p) {
+		return b.callFunction(ctx, p)
+	}
 	b.mu.Lock()
-	loaded := b.loaded[p.script]
+	loaded, asked := b.loaded[p.script], b.library == libLoaded || b.library == libRefused
 	b.mu.Unlock()
-	if loaded && p.also == nil {
+	if loaded && asked && p.also == nil {
 		return p.script.Run(ctx, b.client, p.keys, p.args...)
 	}
 	pipe := b.client.Pipeline()
+	learn := b.askLibrary(ctx, pipe)
 	if !loaded {
 		pipe.ScriptLoad(ctx, p.script.source)
 	}
@@ -197,6 +203,31 @@ func (b *batcher) runAlone(ctx context.Context, p *pending) *redis.Cmd {
 	after := alsoIn(pipe, p)
 	_, _ = pipe.Exec(ctx) // the call carries its own error
 	after()
+	learn()
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd = b.client.Eval(ctx, p.script.source, p.keys, p.args...) // alone on the wire: nothing overtaken
+	}
+	return cmd
+}
+
+// callFunction runs one call as FCALL, and by EVAL when the node lost the
+// library (alone on the wire, as runAlone's EVALSHA fallback).
+func (b *batcher) callFunction(ctx context.Context, p *pending) *redis.Cmd {
+	p.fcall = true
+	var cmd *redis.Cmd
+	if p.also == nil {
+		cmd = b.client.(functionCaller).FCall(ctx, p.script.fn, p.keys, p.args...)
+	} else {
+		pipe := b.client.Pipeline()
+		cmd = pipe.FCall(ctx, p.script.fn, p.keys, p.args...)
+		after := alsoIn(pipe, p)
+		_, _ = pipe.Exec(ctx) // the call carries its own error
+		after()
+	}
+	if functionMissing(cmd.Err()) {
+		b.learnLibrary(libUnknown)
+		cmd = b.client.Eval(ctx, p.script.source, p.keys, p.args...)
+	}
 	return cmd
 }
 
@@ -219,10 +250,19 @@ func alsoIn(pipe redis.Pipeliner, p *pending) func() {
 // run after it.
 func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	pipe := b.client.Pipeline()
+	learn := func() {}
+	if b.scatter {
+		b.ensureLibrary(ctx)
+	} else {
+		learn = b.askLibrary(ctx, pipe)
+	}
+	for _, p := range batch {
+		p.fcall = b.useLibrary(p)
+	}
 	b.mu.Lock()
 	var loading []*luaScript
 	for _, p := range batch {
-		if !b.loaded[p.script] && !slices.Contains(loading, p.script) {
+		if !p.fcall && !b.loaded[p.script] && !slices.Contains(loading, p.script) {
 			loading = append(loading, p.script)
 		}
 	}
@@ -237,7 +277,11 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	cmds := make([]*redis.Cmd, len(batch))
 	afters := make([]func(), len(batch))
 	for i, p := range batch {
-		cmds[i] = pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
+		if p.fcall {
+			cmds[i] = pipe.FCall(ctx, p.script.fn, p.keys, p.args...)
+		} else {
+			cmds[i] = pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
+		}
 		afters[i] = alsoIn(pipe, p)
 	}
 	sent := time.Now()
@@ -245,12 +289,13 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	for _, after := range afters {
 		after()
 	}
+	learn()
 	b.evalUncached(ctx, batch, cmds)
 	got := time.Now()
 	answered, last := false, error(nil)
 	for i, p := range batch {
 		p.cmd = cmds[i]
-		b.markLoaded(p.script, p.cmd.Err())
+		b.markLoaded(p)
 		answered = answered || Answered(p.cmd.Err())
 		last = p.cmd.Err()
 	}
@@ -264,10 +309,10 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 // probeScript only answers the node's time, and, given a marker, the
 // longest guard it records; with ARGV[1] "route", KEYS[1] only picks the
 // Cluster shard it runs on.
-var probeScript = newTimedScript(guardSource + `
+var probeScript = newLibScript("probe", true, `
 local value = KEYS[1] and ARGV[1] ~= 'route' and redis.call('GET', KEYS[1])
 node_longest = value and tonumber(string.match(value, '^%d+ %a+ %x+ (%d+) ')) or 0
-return timed({})`)
+return timed({})`, guardSource)
 
 // learn raises the longest guard seen on the set's nodes to longest.
 func (b *batcher) learn(longest time.Duration) {
@@ -321,7 +366,7 @@ func (b *batcher) probeClock(ctx context.Context, keys []string) (time.Duration,
 		sent := time.Now()
 		p.cmd = b.runAlone(ctx, p)
 		got := time.Now()
-		b.markLoaded(p.script, p.cmd.Err())
+		b.markLoaded(p)
 		b.judge([]*pending{p}, sent, got)
 		if err := p.cmd.Err(); !Answered(err) {
 			return got.Sub(sent), err
@@ -360,10 +405,11 @@ func (b *batcher) judge(batch []*pending, sent, got time.Time) {
 }
 
 // markLoaded records what a call's outcome says of the script cache.
-func (b *batcher) markLoaded(script *luaScript, err error) {
-	if b.scatter {
+func (b *batcher) markLoaded(p *pending) {
+	if b.scatter || p.fcall {
 		return // a shard's answer says nothing of the others' caches
 	}
+	script, err := p.script, p.cmd.Err()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -40,7 +41,7 @@ func TestBatcher_concurrentCallsShareRoundTrips(t *testing.T) {
 	n := node.New(0, cluster.Addrs()[0], client)
 	defer n.Wait()
 	ctx := context.Background()
-	if err := cluster.Admin(t, 0).ScriptFlush(ctx).Err(); err != nil {
+	if err := redistest.FlushScripts(ctx, cluster.Admin(t, 0)); err != nil {
 		t.Fatal(err)
 	}
 	const callers = 200
@@ -93,8 +94,42 @@ func TestBatcher_callerStopsWaitingAtItsDeadline(t *testing.T) {
 // node's script cache was flushed under them: a renewal queued before a
 // release must not run after it and re-create the lock.
 func TestBatcher_keepsOrderAcrossAFlushedCache(t *testing.T) {
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) { keepsOrderAcrossAFlushedCache(t, mode) })
+	}
+}
+
+// scriptModes are the two ways a node runs the scripts: as functions of
+// the library (FCALL), and, where FUNCTION is refused, by EVALSHA; flush
+// empties what each relies on.
+type scriptMode struct {
+	name   string
+	client func(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient
+	flush  func(ctx context.Context, admin *redis.Client) error
+}
+
+var scriptModes = []scriptMode{
+	{"functions", func(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient { return cluster.Clients(t)[0] },
+		redistest.FlushScripts},
+	{"evalsha", func(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient { return cluster.ScriptsOnly(t, 0) },
+		func(ctx context.Context, admin *redis.Client) error { return admin.ScriptFlush(ctx).Err() }},
+}
+
+// used fails t unless the node ran the calls the way mode says.
+func (mode scriptMode) used(t *testing.T, admin *redis.Client) {
+	t.Helper()
+	info, err := admin.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fcall := strings.Contains(info, "cmdstat_fcall:"); fcall != (mode.name == "functions") {
+		t.Fatalf("FCALL used: %v; want %v (%s)", fcall, !fcall, mode.name)
+	}
+}
+
+func keepsOrderAcrossAFlushedCache(t *testing.T, mode scriptMode) {
 	cluster := redistest.Start(t, 1)
-	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
+	n := node.New(0, cluster.Addrs()[0], mode.client(t, cluster))
 	defer func() {
 		_ = cluster.Nodes[0].Resume()
 		n.Wait()
@@ -105,10 +140,12 @@ func TestBatcher_keepsOrderAcrossAFlushedCache(t *testing.T) {
 	if _, err := n.Acquire(ctx, nil, keysOf("k"), "o", "h", 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.Renew(ctx, renewal); err != nil { // the batcher now believes both scripts cached
-		t.Fatal(err)
+	for range 2 { // the batcher now believes both scripts cached, or the library loaded
+		if _, err := n.Renew(ctx, renewal); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := admin.ScriptFlush(ctx).Err(); err != nil {
+	if err := mode.flush(ctx, admin); err != nil {
 		t.Fatal(err)
 	}
 	if err := cluster.Nodes[0].Pause(); err != nil {
@@ -141,20 +178,32 @@ func TestBatcher_keepsOrderAcrossAFlushedCache(t *testing.T) {
 		t.Fatalf("the renewal kept out of order: %v; want ErrNotSent", renewErr)
 	}
 	t.Logf("release: %v, %v; key exists: %v", released, releaseErr, exists == 1)
+	mode.used(t, admin)
 }
 
 // A node that lost its script cache after the scripts were loaded (a
 // restart, SCRIPT FLUSH) answers the calls of a pipeline NOSCRIPT: they did
 // not run, and run again by EVAL; none fails.
 func TestBatcher_pipelinedCallsSurviveAFlushedScriptCache(t *testing.T) {
+	for _, mode := range scriptModes {
+		t.Run(mode.name, func(t *testing.T) { pipelinedCallsSurviveAFlush(t, mode) })
+	}
+}
+
+func pipelinedCallsSurviveAFlush(t *testing.T, mode scriptMode) {
 	cluster := redistest.Start(t, 1)
-	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
+	n := node.New(0, cluster.Addrs()[0], mode.client(t, cluster))
 	defer n.Wait()
 	ctx := context.Background()
-	if _, err := n.Acquire(ctx, nil, keysOf("loaded"), "o", "h", time.Second); err != nil {
-		t.Fatal(err)
+	// The first call asks for the library, the second loads it, the third
+	// is an FCALL where Functions are allowed.
+	for range 3 {
+		if _, err := n.Acquire(ctx, nil, keysOf("loaded"), "o", "h", time.Second); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := cluster.Admin(t, 0).ScriptFlush(ctx).Err(); err != nil {
+	mode.used(t, cluster.Admin(t, 0))
+	if err := mode.flush(ctx, cluster.Admin(t, 0)); err != nil {
 		t.Fatal(err)
 	}
 	// Another script's call in flight to the paused node, so that the

@@ -17,7 +17,7 @@ var (
 	//go:embed scripts/fence_held.lua
 	fenceHeldSource string
 
-	fenceReadScript = newTimedScript(guardSource + fenceReadSource)
+	fenceReadScript = newLibScript("fence_read", true, fenceReadSource, guardSource)
 	fenceScript     = newScript(fenceSource)
 	fenceHeldScript = newScript(fenceHeldSource)
 )

@@ -13,8 +13,8 @@ var (
 	//go:embed scripts/force.lua
 	forceSource string
 
-	inspectScript = newScript(guardSource + queueSource + inspectSource)
-	forceScript   = newScript(guardSource + queueSource + forceSource)
+	inspectScript = newLibScript("inspect", false, inspectSource, guardSource, queueSource)
+	forceScript   = newLibScript("force", false, forceSource, guardSource, queueSource)
 )
 
 // View is one node's view of a lock (Inspect).

@@ -24,8 +24,8 @@ var (
 
 	// Every script whose answer counts as a vote checks the restart guard
 	// first (guard.lua).
-	acquireScript = newTimedScript(guardSource + acquireSource)
-	renewScript   = newTimedScript(guardSource + renewSource)
+	acquireScript = newLibScript("acquire", true, acquireSource, guardSource)
+	renewScript   = newLibScript("renew", true, renewSource, guardSource)
 )
 
 // luaScript is a script and its source (to SCRIPT LOAD it ahead of a
@@ -36,17 +36,13 @@ type luaScript struct {
 	// timed: the script answers through guard.lua's timed(), the node's
 	// TIME ahead of its reply.
 	timed bool
+	// fn: its function in the library (see functions.go), "" when it is
+	// not in it; body: its source without the prelude.
+	fn, body string
 }
 
 func newScript(source string) *luaScript {
 	return &luaScript{Script: redis.NewScript(source), source: source}
-}
-
-// newTimedScript is a script whose replies come through timed().
-func newTimedScript(source string) *luaScript {
-	s := newScript(source)
-	s.timed = true
-	return s
 }
 
 // ErrBadReply reports a reply that does not have the shape the script
@@ -75,6 +71,9 @@ type Node struct {
 // New wraps client as the node at position index.
 func New(index int, addr string, client Client) *Node {
 	b := &batcher{client: client, loaded: make(map[*luaScript]bool), longest: new(atomic.Int64)}
+	if _, ok := client.(functionCaller); !ok {
+		b.library = libRefused
+	}
 	b.health.ping = func(ctx context.Context) error {
 		pipe := client.Pipeline()
 		ping := pipe.Ping(ctx)

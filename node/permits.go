@@ -12,7 +12,7 @@ var (
 	//go:embed scripts/permits.lua
 	permitsSource string
 
-	permitsScript = newScript(guardSource + permitsSource)
+	permitsScript = newLibScript("permits", false, permitsSource, guardSource)
 )
 
 // MaxPermits bounds a semaphore's permit count.

@@ -24,9 +24,9 @@ var (
 	// The scripts that queue waiters or free the lock share queue.lua:
 	// the queue, and the handoff of a freed lock to its first waiter.
 	// (guard.lua goes first: it has the node's clock, and the guard.)
-	acquireQueuedScript = newTimedScript(guardSource + queueSource + acquireQueuedSource)
-	releaseScript       = newScript(guardSource + queueSource + releaseSource)
-	leaveScript         = newScript(guardSource + queueSource + leaveSource)
+	acquireQueuedScript = newLibScript("acquire_queued", true, acquireQueuedSource, guardSource, queueSource)
+	releaseScript       = newLibScript("release", false, releaseSource, guardSource, queueSource)
+	leaveScript         = newLibScript("leave", false, leaveSource, guardSource, queueSource)
 )
 
 // Waiter is how an acquire queues its owner when it is refused.

@@ -10,7 +10,7 @@ var (
 	//go:embed scripts/acquire_read.lua
 	acquireReadSource string
 
-	acquireReadScript = newTimedScript(guardSource + queueSource + acquireReadSource)
+	acquireReadScript = newLibScript("acquire_read", true, acquireReadSource, guardSource, queueSource)
 )
 
 // Readers is the owner value every read hold of a read-write lock is kept

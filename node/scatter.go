@@ -43,6 +43,10 @@ func (b *batcher) loadEverywhere(ctx context.Context, scripts []*luaScript) {
 
 // runScattered is runAlone on a Cluster or Ring member.
 func (b *batcher) runScattered(ctx context.Context, p *pending) *redis.Cmd {
+	b.ensureLibrary(ctx)
+	if b.useLibrary(p) {
+		return b.callFunction(ctx, p)
+	}
 	b.mu.Lock()
 	loaded := b.loaded[p.script]
 	b.mu.Unlock()
@@ -61,7 +65,7 @@ func (b *batcher) runScattered(ctx context.Context, p *pending) *redis.Cmd {
 		after()
 	}
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		b.forget(p.script)
+		b.forget(p)
 		cmd = b.client.Eval(ctx, p.script.source, p.keys, p.args...)
 	}
 	return cmd
@@ -80,14 +84,14 @@ func (b *batcher) evalUncached(ctx context.Context, batch []*pending, cmds []*re
 	untagged, ran := false, false // a later call without tags ran; any did
 	for i := len(batch) - 1; i >= 0; i-- {
 		tags := hashTags(batch[i].keys)
-		if !redis.HasErrorPrefix(cmds[i].Err(), "NOSCRIPT") {
+		if !uncached(cmds[i].Err()) {
 			for _, tag := range tags {
 				ranAfter[tag] = true
 			}
 			untagged, ran = untagged || len(tags) == 0, true
 			continue
 		}
-		b.forget(batch[i].script)
+		b.forget(batch[i])
 		// A call without tags may touch any lock: it orders with every call.
 		overtakes := untagged || (len(tags) == 0 && ran) ||
 			slices.ContainsFunc(tags, func(tag string) bool { return ranAfter[tag] })
@@ -127,11 +131,15 @@ func hashTags(keys []string) []string {
 	return tags
 }
 
-// forget marks script as not known loaded, so that the next call loads it
-// on every shard again.
-func (b *batcher) forget(script *luaScript) {
+// forget marks p's script (or the library, for an FCALL) as not known
+// loaded, so that the next call loads it (on every shard) again.
+func (b *batcher) forget(p *pending) {
 	b.mu.Lock()
-	b.loaded[script] = false
+	if p.fcall {
+		b.library = libUnknown
+	} else {
+		b.loaded[p.script] = false
+	}
 	b.mu.Unlock()
 }
 

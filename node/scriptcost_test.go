@@ -14,7 +14,7 @@ import (
 )
 
 // BenchmarkScriptCost is the time a node spends in one script call (INFO
-// commandstats usec per EVAL/EVALSHA) on the paths a Lock takes: an
+// commandstats usec per EVAL, EVALSHA, FCALL) on the paths a Lock takes: an
 // uncontended acquire and release, and a contended section's refused
 // acquire (the waiter queues) and release (the lock goes to that waiter),
 // with the restart guard on (a declared node) and off. redis-cpu-µs/call is
@@ -111,7 +111,7 @@ func serverCost(b *testing.B, admin *redis.Client) cost {
 	for _, line := range strings.Split(info, "\r\n") {
 		name, fields, _ := strings.Cut(line, ":")
 		switch name {
-		case "cmdstat_eval", "cmdstat_evalsha":
+		case "cmdstat_eval", "cmdstat_evalsha", "cmdstat_fcall":
 			for _, f := range strings.Split(fields, ",") {
 				k, v, _ := strings.Cut(f, "=")
 				x, _ := strconv.ParseFloat(v, 64)

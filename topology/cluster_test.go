@@ -78,8 +78,8 @@ func TestCluster_newNamesVoteAtOnceAfterInit(t *testing.T) {
 }
 
 // 1,000 Lock+Unlock by 8 workers on new names, while every shard's script
-// cache is flushed twice (as a shard restart or failover empties it): no
-// call fails, NOSCRIPT or otherwise.
+// cache and Functions are flushed twice (as a restart without persistence
+// empties them): no call fails, NOSCRIPT, function not found or otherwise.
 func TestCluster_noCallFailsForTheScriptCache(t *testing.T) {
 	members, clients := clusterMembers(t, 3)
 	declare(t, clients)
@@ -108,13 +108,22 @@ func TestCluster_noCallFailsForTheScriptCache(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
+	// The calls went as functions of the library, loaded on every shard
+	// again after each flush.
+	for i, m := range members {
+		for j := range m.Shards {
+			if commandCalls(t, m.Admin(t, j), "fcall") == 0 {
+				t.Errorf("member %d, shard %d ran no FCALL", i, j)
+			}
+		}
+	}
 }
 
 func flushScripts(t *testing.T, members []*redistest.RedisCluster) {
 	for _, m := range members {
 		for j := range m.Shards {
-			if err := m.Admin(t, j).ScriptFlush(context.Background()).Err(); err != nil {
-				t.Errorf("SCRIPT FLUSH: %v", err)
+			if err := redistest.FlushScripts(context.Background(), m.Admin(t, j)); err != nil {
+				t.Errorf("SCRIPT FLUSH, FUNCTION FLUSH: %v", err)
 			}
 		}
 	}

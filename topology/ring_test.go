@@ -31,7 +31,7 @@ func TestRing_membersLockThroughFlushedScriptCaches(t *testing.T) {
 	flush := func() {
 		for _, nodes := range shards {
 			for j := range nodes.Nodes {
-				if err := nodes.Admin(t, j).ScriptFlush(ctx).Err(); err != nil {
+				if err := redistest.FlushScripts(ctx, nodes.Admin(t, j)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -51,7 +51,8 @@ func TestRing_membersLockThroughFlushedScriptCaches(t *testing.T) {
 	}
 	for i, nodes := range shards {
 		for j := range nodes.Nodes {
-			calls := commandCalls(t, nodes.Admin(t, j), "evalsha") + commandCalls(t, nodes.Admin(t, j), "eval")
+			admin := nodes.Admin(t, j)
+			calls := commandCalls(t, admin, "evalsha") + commandCalls(t, admin, "eval") + commandCalls(t, admin, "fcall")
 			if calls == 0 {
 				t.Errorf("member %d, shard %d ran no lock script: the ring did not spread the names", i, j)
 			}

@@ -124,6 +124,33 @@ func (c *Cluster) Admin(t testing.TB, i int) *redis.Client {
 	return newClient(t, c.Nodes[i].Addr(), adminTimeout)
 }
 
+// ScriptsOnly returns a client for node i (as Clients makes them) logged in
+// as a user that may run scripts but not load or list Functions, as on a
+// service that forbids FUNCTION. It is closed by t.Cleanup.
+func (c *Cluster) ScriptsOnly(t testing.TB, i int) *redis.Client {
+	t.Helper()
+	err := c.Admin(t, i).Do(context.Background(), "ACL", "SETUSER", "scripts", "on", ">scripts", "~*", "&*",
+		"+@all", "-function").Err()
+	if err != nil {
+		t.Fatalf("redistest: ScriptsOnly: ACL SETUSER: %v", err)
+	}
+	opts := clientOptions(c.Nodes[i].Addr(), clientTimeout)
+	opts.Username, opts.Password = "scripts", "scripts"
+	client := redis.NewClient(opts)
+	t.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+// FlushScripts empties the node's script cache and its Functions, as a
+// restart without persistence does: every script and function call after
+// it finds nothing loaded.
+func FlushScripts(ctx context.Context, admin *redis.Client) error {
+	if err := admin.ScriptFlush(ctx).Err(); err != nil {
+		return err
+	}
+	return admin.FunctionFlush(ctx).Err()
+}
+
 // KeyCount returns the number of keys over all running, unpaused nodes
 // (stopped or paused nodes are skipped), not counting tombstones of
 // released holds (keys ending in ":gone"): they lock nothing and expire at
