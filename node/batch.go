@@ -26,6 +26,7 @@ type batcher struct {
 	mu      sync.Mutex
 	loaded  map[*luaScript]bool // known to be in the node's script cache
 	library int                 // the function library's state here (see functions.go)
+	askAfter time.Time          // with library unknown: ask for it again after this
 	queue   []*pending
 	running bool // a caller or the flusher is sending
 	flusher sync.WaitGroup
@@ -224,8 +225,8 @@ func (b *batcher) callFunction(ctx context.Context, p *pending) *redis.Cmd {
 		_, _ = pipe.Exec(ctx) // the call carries its own error
 		after()
 	}
-	if functionMissing(cmd.Err()) {
-		b.learnLibrary(libUnknown)
+	if err := cmd.Err(); notRun(p, err) {
+		b.learnNotRun(p, err)
 		cmd = b.client.Eval(ctx, p.script.source, p.keys, p.args...)
 	}
 	return cmd

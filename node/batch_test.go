@@ -106,14 +106,18 @@ type scriptMode struct {
 	name   string
 	client func(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient
 	flush  func(ctx context.Context, admin *redis.Client) error
+	fcall  bool // the calls go as FCALL
 }
 
 var scriptModes = []scriptMode{
-	{"functions", func(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient { return cluster.Clients(t)[0] },
-		redistest.FlushScripts},
+	{"functions", defaultClient, redistest.FlushScripts, true},
+	{"functions flushed alone", defaultClient, // the script cache stays
+		func(ctx context.Context, admin *redis.Client) error { return admin.FunctionFlush(ctx).Err() }, true},
 	{"evalsha", func(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient { return cluster.ScriptsOnly(t, 0) },
-		func(ctx context.Context, admin *redis.Client) error { return admin.ScriptFlush(ctx).Err() }},
+		func(ctx context.Context, admin *redis.Client) error { return admin.ScriptFlush(ctx).Err() }, false},
 }
+
+func defaultClient(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient { return cluster.Clients(t)[0] }
 
 // used fails t unless the node ran the calls the way mode says.
 func (mode scriptMode) used(t *testing.T, admin *redis.Client) {
@@ -122,8 +126,8 @@ func (mode scriptMode) used(t *testing.T, admin *redis.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fcall := strings.Contains(info, "cmdstat_fcall:"); fcall != (mode.name == "functions") {
-		t.Fatalf("FCALL used: %v; want %v (%s)", fcall, !fcall, mode.name)
+	if fcall := strings.Contains(info, "cmdstat_fcall:"); fcall != mode.fcall {
+		t.Fatalf("FCALL used: %v; want %v (%s)", fcall, mode.fcall, mode.name)
 	}
 }
 
@@ -152,7 +156,9 @@ func keepsOrderAcrossAFlushedCache(t *testing.T, mode scriptMode) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { _, _ = n.Acquire(ctx, nil, keysOf("other"), "o2", "h2", time.Second) }) // in flight
+	// In flight: a script outside the library, so that the calls queued
+	// behind it, not it, find the library gone.
+	wg.Go(func() { _, _ = n.RaiseFence(ctx, "other:fence", 1) })
 	time.Sleep(50 * time.Millisecond)
 	var renewErr error
 	wg.Go(func() { _, renewErr = n.Renew(ctx, renewal) })
@@ -172,9 +178,21 @@ func keepsOrderAcrossAFlushedCache(t *testing.T, mode scriptMode) {
 	if releaseErr == nil && released == node.LockDeleted && exists == 1 {
 		t.Fatal("the release deleted the lock, then the renewal queued before it re-created it")
 	}
-	// The renewal did not run, and says so: not sent (so that a release
-	// in its place would be tried again), not an answer.
-	if !errors.Is(renewErr, node.ErrNotSent) || node.Answered(renewErr) {
+	if mode.fcall {
+		// Both calls found the library gone: both run again by EVAL, in
+		// their order, the renewal first.
+		if renewErr != nil || releaseErr != nil || released != node.LockDeleted || exists == 1 {
+			t.Fatalf("renewal %v, release %v, %v, lock left %v; want both run again in order", renewErr, released,
+				releaseErr, exists == 1)
+		}
+		if commandCalls(t, admin, "eval") < 2 {
+			t.Fatal("no EVAL: the calls did not run again")
+		}
+	} else if !errors.Is(renewErr, node.ErrNotSent) || node.Answered(renewErr) {
+		// The release's script was loaded with the pipeline and ran; the
+		// renewal ahead of it found its script gone. It did not run, and
+		// says so: not sent (so that a release in its place would be tried
+		// again), not an answer.
 		t.Fatalf("the renewal kept out of order: %v; want ErrNotSent", renewErr)
 	}
 	t.Logf("release: %v, %v; key exists: %v", released, releaseErr, exists == 1)
@@ -212,7 +230,7 @@ func pipelinedCallsSurviveAFlush(t *testing.T, mode scriptMode) {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = n.Warm(ctx, node.ClockCheck{}) })
+	wg.Go(func() { _, _ = n.RaiseFence(ctx, "other:fence", 1) }) // outside the library
 	time.Sleep(50 * time.Millisecond)
 	for i := range 200 {
 		wg.Go(func() {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -34,11 +35,6 @@ func newLibScript(name string, timed bool, body string, prelude ...string) *luaS
 	return s
 }
 
-// perCall are the prelude's variables that hold one call's state (see the
-// top of guard.lua): a function resets them before its body runs, since
-// the library's locals live as long as it is loaded.
-var perCall = []string{"node_time", "node_ms", "node_longest", "node_facts", "probing"}
-
 type functionLibrary struct {
 	name, source string
 }
@@ -56,11 +52,9 @@ func functionLib() functionLibrary {
 		slices.SortFunc(libScripts, func(a, b *luaScript) int { return strings.Compare(a.fn, b.fn) })
 		var code strings.Builder
 		code.WriteString("local KEYS, ARGV\n" + guardSource + queueSource)
-		code.WriteString("\nlocal function called(keys, args)\n  KEYS, ARGV = keys, args\n")
-		for _, name := range perCall {
-			fmt.Fprintf(&code, "  %s = %s\n", name, map[bool]string{true: "false", false: "nil"}[name == "probing"])
-		}
-		code.WriteString("end\n")
+		// Each call starts as an EVAL script does: its keys and arguments,
+		// and the prelude's state reset (new_call in guard.lua).
+		code.WriteString("\nlocal function called(keys, args)\n  KEYS, ARGV = keys, args\n  new_call()\nend\n")
 		for _, s := range libScripts {
 			fmt.Fprintf(&code, "\nlocal function %s_body()\n%s\nend\n", s.fn, s.body)
 		}
@@ -104,8 +98,11 @@ func (b *batcher) useLibrary(p *pending) bool {
 // answer once pipe is back.
 func (b *batcher) askLibrary(ctx context.Context, pipe redis.Pipeliner) func() {
 	b.mu.Lock()
-	state := b.library
+	state, later := b.library, time.Now().Before(b.askAfter)
 	b.mu.Unlock()
+	if later {
+		return func() {}
+	}
 	l := functionLib()
 	switch state {
 	case libUnknown:
@@ -121,10 +118,7 @@ func (b *batcher) askLibrary(ctx context.Context, pipe redis.Pipeliner) func() {
 // listed is the state FUNCTION LIST's answer says.
 func listed(list *redis.FunctionListCmd, name string) int {
 	if err := list.Err(); err != nil {
-		if isRedisError(err) {
-			return libRefused
-		}
-		return libUnknown
+		return refusal(err)
 	}
 	for _, l := range list.Val() {
 		if l.Name == name {
@@ -136,47 +130,76 @@ func listed(list *redis.FunctionListCmd, name string) int {
 
 // loaded is the state FUNCTION LOAD's answer says.
 func loaded(err error) int {
-	switch {
-	case err == nil || (isRedisError(err) && strings.Contains(err.Error(), "already exists")):
+	if err == nil || (isRedisError(err) && strings.Contains(err.Error(), "already exists")) {
 		return libLoaded
-	case isRedisError(err):
-		return libRefused
+	}
+	return refusal(err)
+}
+
+// refusal is libRefused for an error that lasts: no Functions here (Redis <
+// 7, a proxy), a user refused them, a library that does not compile; and
+// libUnknown, asked again later, for any other (BUSY, LOADING, OOM,
+// READONLY, a timeout).
+func refusal(err error) int {
+	if !isRedisError(err) {
+		return libUnknown
+	}
+	msg := err.Error()
+	for _, lasting := range []string{"ERR unknown command", "ERR unknown subcommand", "NOPERM", "ERR Error compiling", "ERR Error registering"} {
+		if strings.HasPrefix(msg, lasting) {
+			return libRefused
+		}
 	}
 	return libUnknown
 }
 
+// askAgain is how long a Client waits to ask a node for the library again
+// after the node could not say (BUSY, LOADING, OOM, no answer).
+const askAgain = 30 * time.Second
+
+// learnLibrary records the node's state; an answer that could not tell
+// (libUnknown from an error) is asked again only after askAgain.
 func (b *batcher) learnLibrary(state int) {
 	b.mu.Lock()
 	b.library = state
+	if state == libUnknown {
+		b.askAfter = time.Now().Add(askAgain)
+	}
 	b.mu.Unlock()
 }
 
 // ensureLibrary, on a Cluster or Ring member, asks every master shard for
-// the library and loads it where it is missing, best effort (as
-// loadEverywhere): a shard that missed it answers "function not found" and
-// gets EVAL, and the next call asks again.
+// the library and loads it where it is missing. It is loaded only when
+// every shard says so; a shard that could not tell makes it unknown (asked
+// again after askAgain), one that refuses makes it refused. A shard that
+// loses it later answers "function not found" and gets EVAL.
 func (b *batcher) ensureLibrary(ctx context.Context) {
 	b.mu.Lock()
-	state := b.library
+	state, later := b.library, time.Now().Before(b.askAfter)
 	b.mu.Unlock()
-	if state == libLoaded || state == libRefused {
+	if state == libLoaded || state == libRefused || later {
 		return
 	}
 	var mu sync.Mutex
 	result := libLoaded
 	ensure := func(ctx context.Context, shard *redis.Client) error {
-		if shardLibrary(ctx, shard) == libRefused {
-			mu.Lock()
-			result = libRefused
-			mu.Unlock()
+		got := shardLibrary(ctx, shard)
+		mu.Lock()
+		if got == libRefused || (got == libUnknown && result == libLoaded) {
+			result = got
 		}
+		mu.Unlock()
 		return nil
 	}
+	var err error
 	switch c := b.client.(type) {
 	case *redis.ClusterClient:
-		_ = c.ForEachMaster(ctx, ensure)
+		err = c.ForEachMaster(ctx, ensure)
 	case *redis.Ring:
-		_ = c.ForEachShard(ctx, ensure)
+		err = c.ForEachShard(ctx, ensure)
+	}
+	if err != nil && result == libLoaded {
+		result = libUnknown // the shards were not all asked
 	}
 	b.learnLibrary(result)
 }
@@ -196,11 +219,46 @@ func shardLibrary(ctx context.Context, shard *redis.Client) int {
 // (FUNCTION FLUSH or DELETE, a restart without persistence, a shard that
 // never had it).
 func functionMissing(err error) bool {
-	return err != nil && isRedisError(err) && strings.Contains(strings.ToLower(err.Error()), "function not found")
+	return redis.HasErrorPrefix(err, "Function not found") // after "ERR "
 }
 
-// uncached: a call that did not run because the node lacks its script or
-// its function; it is run again by EVAL.
-func uncached(err error) bool {
-	return redis.HasErrorPrefix(err, "NOSCRIPT") || functionMissing(err)
+// fcallRefused: an FCALL the user may not send; the scripts then go by
+// EVAL and EVALSHA. (A command a script is refused inside fails as ERR.)
+func fcallRefused(err error) bool {
+	return redis.HasErrorPrefix(err, "NOPERM") && strings.Contains(err.Error(), "'fcall' command")
+}
+
+// notRun: the node answered p without running it, and EVAL runs it: a
+// NOSCRIPT to an EVALSHA; to an FCALL, its function missing, FCALL refused
+// to the user, or a refusal that a function which may write gets before it
+// starts where an EVAL script runs and is refused only its writes (OOM
+// under maxmemory, a read-only replica, too few replicas, a failed save).
+func notRun(p *pending, err error) bool {
+	if !p.fcall {
+		return redis.HasErrorPrefix(err, "NOSCRIPT")
+	}
+	if functionMissing(err) || fcallRefused(err) {
+		return true
+	}
+	for _, before := range []string{"OOM", "READONLY", "NOREPLICAS", "MISCONF"} {
+		if redis.HasErrorPrefix(err, before) {
+			return true
+		}
+	}
+	return false
+}
+
+// learnNotRun records what a call that did not run says of the node: the
+// script or the library is gone (load it again), or FCALL is refused.
+func (b *batcher) learnNotRun(p *pending, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch {
+	case !p.fcall:
+		b.loaded[p.script] = false
+	case functionMissing(err):
+		b.library, b.askAfter = libUnknown, time.Time{}
+	case fcallRefused(err):
+		b.library = libRefused
+	}
 }

@@ -90,3 +90,70 @@ func TestLibrary_loadedWhereAllowedEvalshaElsewhere(t *testing.T) {
 		t.Fatalf("FUNCTION LIST = %+v, %v; want the library with its %d functions", libs, err, node.LibraryFunctions())
 	}
 }
+
+// A node out of memory under noeviction refuses an FCALL before it starts,
+// where an EVAL script runs and is refused only its writes: a release (a
+// DEL) still frees the lock, by EVAL.
+func TestLibrary_releaseUnderMaxmemoryRunsByEval(t *testing.T) {
+	cluster := redistest.Start(t, 1)
+	admin := cluster.Admin(t, 0)
+	ctx := context.Background()
+	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
+	defer n.Wait()
+	keys := node.Keys{Lock: "oom", Gone: "oom:gone", Queue: "oom:q", Alive: "oom:a", Wake: "oom:w", Marker: "redlock:node"}
+	for i := range 3 { // asked, loaded, then an FCALL
+		if got, err := n.Acquire(ctx, nil, keys, "o", "h"+strconv.Itoa(i), time.Minute); err != nil || !got.Granted {
+			t.Fatalf("acquire = %+v, %v", got, err)
+		}
+	}
+	if err := admin.ConfigSet(ctx, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer admin.ConfigSet(ctx, "maxmemory", "0")
+	for i := range 3 {
+		if r, _, err := n.Release(ctx, keys, "o", "h"+strconv.Itoa(i), 0, time.Second); err != nil || !r.Removed() {
+			t.Fatalf("release %d under maxmemory = %v, %v; want the hold removed", i, r, err)
+		}
+	}
+	if commandCalls(t, admin, "fcall") == 0 {
+		t.Fatal("no FCALL: the test did not reach the library")
+	}
+	if exists, err := admin.Exists(ctx, "oom").Result(); err != nil || exists != 0 {
+		t.Fatalf("the lock is still there (%d, %v)", exists, err)
+	}
+}
+
+// A user that may load Functions but not FCALL them: the refused FCALL
+// runs by EVAL, and the calls after it go by EVALSHA.
+func TestLibrary_fcallRefusedFallsBackToScripts(t *testing.T) {
+	cluster := redistest.Start(t, 1)
+	admin := cluster.Admin(t, 0)
+	ctx := context.Background()
+	err := admin.Do(ctx, "ACL", "SETUSER", "nofcall", "on", ">p", "~*", "&*", "+@all", "-fcall").Err()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := *cluster.Clients(t)[0].(*redis.Client).Options()
+	opts.Username, opts.Password = "nofcall", "p"
+	client := redis.NewClient(&opts)
+	defer client.Close()
+	n := node.New(0, cluster.Addrs()[0], client)
+	defer n.Wait()
+	keys := node.Keys{Lock: "nf", Gone: "nf:gone", Queue: "nf:q", Alive: "nf:a", Wake: "nf:w", Marker: "redlock:node"}
+	for i := range 6 {
+		hold := "h" + strconv.Itoa(i)
+		if got, err := n.Acquire(ctx, nil, keys, "o", hold, time.Second); err != nil || !got.Granted {
+			t.Fatalf("acquire %d = %+v, %v", i, got, err)
+		}
+		if r, _, err := n.Release(ctx, keys, "o", hold, 0, time.Second); err != nil || r != node.LockDeleted {
+			t.Fatalf("release %d = %v, %v", i, r, err)
+		}
+	}
+	info, err := admin.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(info, "cmdstat_fcall:calls=0,") || commandCalls(t, admin, "evalsha") < 8 {
+		t.Fatalf("want one refused FCALL, then EVALSHA:\n%s", info)
+	}
+}

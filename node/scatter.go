@@ -64,8 +64,8 @@ func (b *batcher) runScattered(ctx context.Context, p *pending) *redis.Cmd {
 		_, _ = pipe.Exec(ctx) // the call carries its own error
 		after()
 	}
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		b.forget(p)
+	if err := cmd.Err(); notRun(p, err) {
+		b.learnNotRun(p, err)
 		cmd = b.client.Eval(ctx, p.script.source, p.keys, p.args...)
 	}
 	return cmd
@@ -84,14 +84,14 @@ func (b *batcher) evalUncached(ctx context.Context, batch []*pending, cmds []*re
 	untagged, ran := false, false // a later call without tags ran; any did
 	for i := len(batch) - 1; i >= 0; i-- {
 		tags := hashTags(batch[i].keys)
-		if !uncached(cmds[i].Err()) {
+		if !notRun(batch[i], cmds[i].Err()) {
 			for _, tag := range tags {
 				ranAfter[tag] = true
 			}
 			untagged, ran = untagged || len(tags) == 0, true
 			continue
 		}
-		b.forget(batch[i])
+		b.learnNotRun(batch[i], cmds[i].Err())
 		// A call without tags may touch any lock: it orders with every call.
 		overtakes := untagged || (len(tags) == 0 && ran) ||
 			slices.ContainsFunc(tags, func(tag string) bool { return ranAfter[tag] })
@@ -129,18 +129,6 @@ func hashTags(keys []string) []string {
 		}
 	}
 	return tags
-}
-
-// forget marks p's script (or the library, for an FCALL) as not known
-// loaded, so that the next call loads it (on every shard) again.
-func (b *batcher) forget(p *pending) {
-	b.mu.Lock()
-	if p.fcall {
-		b.library = libUnknown
-	} else {
-		b.loaded[p.script] = false
-	}
-	b.mu.Unlock()
 }
 
 // shardClocks are a Cluster or Ring member's clocks, one per shard: each

@@ -75,6 +75,14 @@ end
 -- first call that needs it (defining it costs every script otherwise).
 local node_facts
 local probing = false -- set by probe.lua: judge, but write no marker
+
+-- new_call sets every variable above back to what a call starts with: an
+-- EVAL script starts afresh, but a function of the library (see
+-- node/functions.go) shares them with the calls before it. A variable
+-- added above belongs here too (node's TestLibrary_newCallResetsEveryVariable).
+local function new_call()
+  node_time, node_ms, node_longest, node_facts, probing = nil, nil, nil, nil, false
+end
 local function facts()
   if node_facts then
     return node_facts
