@@ -23,14 +23,14 @@ const maxBatch = 128
 type batcher struct {
 	client Client
 
-	mu      sync.Mutex
-	loaded  map[*luaScript]bool // known to be in the node's script cache
-	library int                 // the function library's state here (see functions.go)
-	askAfter time.Time          // with library unknown: ask for it again after this
-	queue   []*pending
-	running bool // a caller or the flusher is sending
-	flusher sync.WaitGroup
-	health  breaker
+	mu       sync.Mutex
+	loaded   map[*luaScript]bool // known to be in the node's script cache
+	library  int                 // the function library's state here (see functions.go)
+	askAfter time.Time           // with library unknown: ask for it again after this
+	queue    []*pending
+	running  bool // a caller or the flusher is sending
+	flusher  sync.WaitGroup
+	health   breaker
 	// checkClock: the node's TIME in timed scripts' replies goes to clock,
 	// or on a Redis Cluster or Ring to the clock of the shard that
 	// answered (see clockOf).

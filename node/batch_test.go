@@ -117,7 +117,9 @@ var scriptModes = []scriptMode{
 		func(ctx context.Context, admin *redis.Client) error { return admin.ScriptFlush(ctx).Err() }, false},
 }
 
-func defaultClient(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient { return cluster.Clients(t)[0] }
+func defaultClient(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient {
+	return cluster.Clients(t)[0]
+}
 
 // used fails t unless the node ran the calls the way mode says.
 func (mode scriptMode) used(t *testing.T, admin *redis.Client) {
