@@ -227,7 +227,10 @@ func (b *batcher) callFunction(ctx context.Context, p *pending) *redis.Cmd {
 	}
 	if err := cmd.Err(); notRun(p, err) {
 		b.learnNotRun(p, err)
-		cmd = b.client.Eval(ctx, p.script.source, p.keys, p.args...)
+		// EVALSHA, and EVAL when the script is not cached: alone on the
+		// wire, nothing is overtaken, and a node kept from FCALL (OOM) is
+		// not sent the script's source on every call.
+		cmd = p.script.Run(ctx, b.client, p.keys, p.args...)
 	}
 	return cmd
 }
