@@ -260,12 +260,10 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	} else {
 		learn = b.askLibrary(ctx, pipe)
 	}
-	for _, p := range batch {
-		p.fcall = b.useLibrary(p)
-	}
 	b.mu.Lock()
 	var loading []*luaScript
 	for _, p := range batch {
+		p.fcall = b.library == libLoaded && p.script.fn != "" // as useLibrary, under one lock
 		if !p.fcall && !b.loaded[p.script] && !slices.Contains(loading, p.script) {
 			loading = append(loading, p.script)
 		}

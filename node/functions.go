@@ -191,14 +191,7 @@ func (b *batcher) ensureLibrary(ctx context.Context) {
 		mu.Unlock()
 		return nil
 	}
-	var err error
-	switch c := b.client.(type) {
-	case *redis.ClusterClient:
-		err = c.ForEachMaster(ctx, ensure)
-	case *redis.Ring:
-		err = c.ForEachShard(ctx, ensure)
-	}
-	if err != nil && result == libLoaded {
+	if _, err := b.eachShard(ctx, ensure); err != nil && result == libLoaded {
 		result = libUnknown // the shards were not all asked
 	}
 	b.learnLibrary(result)

@@ -27,18 +27,25 @@ func (b *batcher) loadEverywhere(ctx context.Context, scripts []*luaScript) {
 			_ = shard.ScriptLoad(ctx, script.source).Err()
 			return nil
 		}
-		switch c := b.client.(type) {
-		case *redis.ClusterClient:
-			_ = c.ForEachMaster(ctx, load)
-		case *redis.Ring:
-			_ = c.ForEachShard(ctx, load)
-		default:
+		if sharded, _ := b.eachShard(ctx, load); !sharded {
 			_ = b.client.ScriptLoad(ctx, script.source).Err()
 		}
 		b.mu.Lock()
 		b.loaded[script] = true
 		b.mu.Unlock()
 	}
+}
+
+// eachShard runs fn on every master shard of a Cluster member or every
+// shard of a Ring; sharded is false for any other client.
+func (b *batcher) eachShard(ctx context.Context, fn func(context.Context, *redis.Client) error) (sharded bool, err error) {
+	switch c := b.client.(type) {
+	case *redis.ClusterClient:
+		return true, c.ForEachMaster(ctx, fn)
+	case *redis.Ring:
+		return true, c.ForEachShard(ctx, fn)
+	}
+	return false, nil
 }
 
 // runScattered is runAlone on a Cluster or Ring member.
