@@ -81,8 +81,11 @@ func TestFencing_writeBackWhereAnotherOwnerHolds_isRefused(t *testing.T) {
 	if err == nil {
 		t.Fatalf("A was granted (token %d) though its write-backs landed on a quorum only late", first.Token())
 	}
-	if !errors.Is(err, redlock.ErrNotAcquired) {
-		t.Fatalf("A: %v, want ErrNotAcquired", err)
+	// Refused either way: its window closed (ErrNotAcquired), or, on a
+	// loaded machine, node 0's held write-back reached its node timeout
+	// first and the round ended undecided (ErrNoQuorum).
+	if !errors.Is(err, redlock.ErrNotAcquired) && !errors.Is(err, redlock.ErrNoQuorum) {
+		t.Fatalf("A: %v, want ErrNotAcquired or ErrNoQuorum", err)
 	}
 	if counter, err := cluster.Admin(t, 1).Get(ctx, "redlock:{"+name+"}:fence").Uint64(); err != nil || counter > high+1 {
 		t.Fatalf("node 1's counter: %d, %v (B's write-back only, at most %d)", counter, err, high+1)
