@@ -25,3 +25,12 @@ type LostEvent = core.LostEvent
 // data loss, or run of clock findings, and node, by the first call that
 // met the refusal.
 type QuarantineEvent = core.QuarantineEvent
+
+// CallEvent describes a call as it starts (Observer.Call).
+type CallEvent = core.CallEvent
+
+// CallResult describes how a call ended (Observer.Call).
+type CallResult = core.CallResult
+
+// NotAcquiredEvent describes a call that returned no lease.
+type NotAcquiredEvent = core.NotAcquiredEvent

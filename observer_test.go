@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -92,4 +93,106 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// callLog records what Observer.Call and NotAcquired were told.
+type callLog struct {
+	mu          sync.Mutex
+	calls       []string // "Op Kind Mode name → err-or-ok votes/answered"
+	results     []redlock.CallResult
+	ctxValues   []any
+	notAcquired []redlock.NotAcquiredEvent
+}
+
+type ctxKey struct{}
+
+func (l *callLog) observer() redlock.Observer {
+	return redlock.Observer{
+		Call: func(ctx context.Context, e redlock.CallEvent) func(redlock.CallResult) {
+			value := ctx.Value(ctxKey{})
+			return func(r redlock.CallResult) {
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				l.calls = append(l.calls, e.Op+" "+e.Kind+" "+e.Mode+" "+e.Name)
+				l.results = append(l.results, r)
+				l.ctxValues = append(l.ctxValues, value)
+			}
+		},
+		NotAcquired: func(e redlock.NotAcquiredEvent) {
+			l.mu.Lock()
+			l.notAcquired = append(l.notAcquired, e)
+			l.mu.Unlock()
+		},
+	}
+}
+
+func TestObserver_callsAreReportedWithTheCallersContext(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := context.WithValue(testContext(t), ctxKey{}, "caller")
+	var log callLog
+	c := newClient(t, cluster, redlock.WithObserver(log.observer()))
+	lease, err := c.Mutex("observed-call", redlock.WithFencing()).Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Extend(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	want := []string{"Lock Mutex plain observed-call", "Extend Mutex plain observed-call", "Unlock Mutex plain observed-call"}
+	if strings.Join(log.calls, "|") != strings.Join(want, "|") {
+		t.Fatalf("calls %q, want %q", log.calls, want)
+	}
+	lock := log.results[0]
+	if lock.Err != nil || lock.Votes < 2 || lock.Answered < lock.Votes || lock.Attempts < 1 || lock.Token == 0 || lock.Took <= 0 {
+		t.Fatalf("Lock's result %+v: want a grant by a quorum, its token and its time", lock)
+	}
+	for i, v := range log.ctxValues {
+		if v != "caller" {
+			t.Fatalf("call %d (%s) was given a ctx without the caller's value: %v", i, log.calls[i], v)
+		}
+	}
+	if len(log.notAcquired) != 0 {
+		t.Fatalf("NotAcquired told of %+v for a granted Lock", log.notAcquired)
+	}
+}
+
+func TestObserver_refusedAndCancelledAcquiresAreReported(t *testing.T) {
+	cluster := redistest.Start(t, 3)
+	ctx := testContext(t)
+	var log callLog
+	c := newClient(t, cluster, redlock.WithObserver(log.observer()))
+	holder := mustLock(t, ctx, c.Mutex("observed-refusal"))
+	defer holder.Unlock(ctx)
+	if _, err := c.Mutex("observed-refusal").TryLock(ctx); !errors.Is(err, redlock.ErrNotAcquired) {
+		t.Fatalf("TryLock of a held lock: %v", err)
+	}
+	waiting, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if _, err := c.RWMutex("observed-refusal-rw").Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RWMutex("observed-refusal-rw").RLock(waiting); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("RLock under a writer, ctx ended: %v", err)
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	if len(log.notAcquired) != 2 {
+		t.Fatalf("NotAcquired told %+v, want the TryLock and the RLock", log.notAcquired)
+	}
+	try, read := log.notAcquired[0], log.notAcquired[1]
+	if try.Op != "TryLock" || !errors.Is(try.Err, redlock.ErrNotAcquired) {
+		t.Fatalf("TryLock's event %+v", try)
+	}
+	if read.Op != "RLock" || !errors.Is(read.Err, context.DeadlineExceeded) || read.Wait < 150*time.Millisecond {
+		t.Fatalf("RLock's event %+v: want its ctx's error and its wait", read)
+	}
+	last := log.results[len(log.results)-1]
+	if got := log.calls[len(log.calls)-1]; got != "RLock RWMutex read observed-refusal-rw" || last.Err == nil || last.Attempts < 1 {
+		t.Fatalf("last call %q %+v: want the refused RLock, its error and its rounds", got, last)
+	}
 }

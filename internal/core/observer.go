@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"time"
 
 	"github.com/quorumlock/redlock/node"
@@ -19,6 +20,44 @@ type Observer struct {
 	// until the restart guard has passed (see WithRestartGuard), or its
 	// clock was found to run fast (see WithClockCheck).
 	Quarantined func(QuarantineEvent)
+	// Call is told of each Lock, TryLock, RLock, TryRLock, Acquire,
+	// TryAcquire, Campaign, Unlock and Extend as it starts, with the
+	// caller's ctx (a tracer starts its span under the caller's there). The
+	// func it returns, unless nil, is called once with the call's result,
+	// on the caller's goroutine, before the call returns.
+	Call func(ctx context.Context, e CallEvent) func(CallResult)
+	// NotAcquired: a call that asked for a lease returned none (refused,
+	// cancelled, gave up, or failed). Err says why.
+	NotAcquired func(NotAcquiredEvent)
+}
+
+// CallEvent describes a call as it starts.
+type CallEvent struct {
+	Op     string // the method called: "Lock", "TryLock", "RLock", "Unlock", ...
+	Kind   string // "Mutex", "RWMutex", "Semaphore" or "Election"
+	Name   string
+	Mode   string // "plain", "fair" or "read"; "" for a Semaphore
+	Nodes  int    // nodes of the Client
+	Quorum int    // votes a grant needs
+}
+
+// CallResult describes how a call ended.
+type CallResult struct {
+	Err error
+	// Votes and Answered: of the call's last round (Lock and the like
+	// only), the nodes that granted and those that answered at all.
+	Votes, Answered int
+	Attempts        int           // rounds the call ran (Lock and the like only)
+	Took            time.Duration // from the call to its end: for Lock, the wait
+	Token           uint64        // the lease's fencing token (0: fencing off, or no lease)
+}
+
+// NotAcquiredEvent describes a call that returned no lease.
+type NotAcquiredEvent struct {
+	Op   string
+	Name string
+	Wait time.Duration // from the call to its end
+	Err  error         // matches ErrNotAcquired, ErrNoQuorum, ErrConfig, ctx's error, ...
 }
 
 // AcquiredEvent describes a grant.

@@ -58,12 +58,18 @@ func (e *Election) Name() string { return e.name }
 
 // Campaign implements redlock.Election.Campaign, which documents it.
 func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
+	return observed(ctx, &e.mutex.Settings.Observer, e.mutex.event("Campaign", "Election"), func(stats *callStats) (*Lease, error) {
+		return e.campaign(ctx, value, stats)
+	})
+}
+
+func (e *Election) campaign(ctx context.Context, value string, stats *callStats) (*Lease, error) {
 	c := e.client
 	if err := c.BeginCall(ctx, e.err); err != nil {
 		return nil, err
 	}
 	defer c.End()
-	lease, err := e.mutex.acquire(reentrant.WithOwner(ctx, reentrant.NewID()), true)
+	lease, err := e.mutex.acquireStats(reentrant.WithOwner(ctx, reentrant.NewID()), true, stats)
 	if err != nil {
 		return nil, err
 	}

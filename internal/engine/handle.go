@@ -13,7 +13,11 @@ import (
 // exactly once; a reentrant Lock returns a Lease of its own, unlocked on its
 // own.
 type Lease struct {
-	held held // *lease (one Mutex) or *multiLease
+	held held // *leases.Held (one Mutex), *permit or *multiLease
+	// call and event: the Observer.Call hook of the call that granted it,
+	// and that call's event, for its Unlock and Extend (nil: none).
+	call  func(context.Context, core.CallEvent) func(core.CallResult)
+	event core.CallEvent
 }
 
 // held is what a Lease holds: the two kinds share the Lease's methods and
@@ -54,7 +58,7 @@ func (l *Lease) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
-	return l.held.Unlock(ctx)
+	return l.observe(ctx, "Unlock", func() error { return l.held.Unlock(ctx) })
 }
 
 // Extend implements redlock.Lease.Extend, which documents it.
@@ -65,5 +69,5 @@ func (l *Lease) Extend(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
-	return l.held.Extend(ctx)
+	return l.observe(ctx, "Extend", func() error { return l.held.Extend(ctx) })
 }

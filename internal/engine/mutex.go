@@ -31,20 +31,12 @@ func (m *Mutex) Name() string { return m.LockName }
 
 // Lock implements redlock.Mutex.Lock, which documents it.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
-	return leaseOf(m.acquire(ctx, true))
+	return m.lock(ctx, "Lock", "Mutex", true)
 }
 
 // TryLock implements redlock.Mutex.TryLock, which documents it.
 func (m *Mutex) TryLock(ctx context.Context) (*Lease, error) {
-	return leaseOf(m.acquire(ctx, false))
-}
-
-// leaseOf puts a Mutex's hold behind a Lease.
-func leaseOf(l *leases.Held, err error) (*Lease, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &Lease{held: l}, nil
+	return m.lock(ctx, "TryLock", "Mutex", false)
 }
 
 // gaveUp is the error of a Lock whose ctx ended: it matches ErrNotAcquired,
@@ -106,6 +98,11 @@ func (k *lockCall) undoing(done <-chan struct{}) {
 }
 
 func (m *Mutex) acquire(ctx context.Context, wait bool) (*leases.Held, error) {
+	return m.acquireStats(ctx, wait, nil)
+}
+
+// acquireStats is acquire, recording its rounds in stats.
+func (m *Mutex) acquireStats(ctx context.Context, wait bool, stats *callStats) (*leases.Held, error) {
 	c := m.client
 	if err := c.BeginCall(ctx, m.err); err != nil {
 		return nil, err
@@ -132,6 +129,7 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*leases.Held, error) {
 		lease, outcome := m.adopt(ctx, k)
 		if lease == nil && outcome.err == nil {
 			lease, outcome = m.attempt(ctx, k, contended)
+			stats.round(outcome)
 		}
 		if lease != nil {
 			return m.won(ctx, k, lease, outcome.votes, began, last)

@@ -17,6 +17,7 @@ import (
 // outcome describes a failed attempt.
 type outcome struct {
 	votes    int
+	answered int           // nodes that answered the round
 	held     bool          // one other owner holds it on enough nodes to block us
 	seen     bool          // held, and that owner was seen on a quorum of nodes
 	leadLost bool          // another contender took the lead node first
@@ -200,10 +201,10 @@ func (m *Mutex) grant(ctx context.Context, k *lockCall, hold string, start, unti
 			// the release must not leave it too.
 			lease.GateOnce.Do(func() {})
 			_ = lease.Release(context.WithoutCancel(ctx), core.ErrReleased, true)
-			return nil, outcome{votes: k.granted.Yes, err: err}
+			return nil, outcome{votes: k.granted.Yes, answered: k.granted.Answered, err: err}
 		}
 	}
-	return lease, outcome{votes: k.granted.Yes}
+	return lease, outcome{votes: k.granted.Yes, answered: k.granted.Answered}
 }
 
 // undo releases the hold of a failed attempt on every node that may have
@@ -266,7 +267,7 @@ func (m *Mutex) undo(ctx context.Context, k *lockCall, round *quorum.Round[node.
 // describeFailure turns a failed round into the error TryLock returns and
 // what the wait before the next attempt depends on.
 func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, until time.Time) outcome {
-	result := outcome{votes: tally.Yes, minPTTL: -1}
+	result := outcome{votes: tally.Yes, answered: tally.Answered, minPTTL: -1}
 	replies := slices.Clone(tally.Replies)
 	refusals := make(map[string]int) // holder fingerprint → nodes it holds
 	silent := 0                      // nodes whose vote is unknown: they may hold it for anyone

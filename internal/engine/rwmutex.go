@@ -49,12 +49,12 @@ func (rw *RWMutex) Name() string { return rw.name }
 
 // RLock implements redlock.RWMutex.RLock, which documents it.
 func (rw *RWMutex) RLock(ctx context.Context) (*Lease, error) {
-	return rw.rlock(ctx, true)
+	return rw.observed(ctx, "RLock", rw.reader, func(stats *callStats) (*Lease, error) { return rw.rlock(ctx, true, stats) })
 }
 
 // TryRLock implements redlock.RWMutex.TryRLock, which documents it.
 func (rw *RWMutex) TryRLock(ctx context.Context) (*Lease, error) {
-	return rw.rlock(ctx, false)
+	return rw.observed(ctx, "TryRLock", rw.reader, func(stats *callStats) (*Lease, error) { return rw.rlock(ctx, false, stats) })
 }
 
 // Lock implements redlock.RWMutex.Lock, which documents it.
@@ -62,7 +62,7 @@ func (rw *RWMutex) Lock(ctx context.Context) (*Lease, error) {
 	if err := rw.notUpgrade(ctx); err != nil {
 		return nil, err
 	}
-	return rw.writer.Lock(ctx)
+	return rw.writer.lock(ctx, "Lock", "RWMutex", true)
 }
 
 // TryLock implements redlock.RWMutex.TryLock, which documents it.
@@ -70,17 +70,22 @@ func (rw *RWMutex) TryLock(ctx context.Context) (*Lease, error) {
 	if err := rw.notUpgrade(ctx); err != nil {
 		return nil, err
 	}
-	return rw.writer.TryLock(ctx)
+	return rw.writer.lock(ctx, "TryLock", "RWMutex", false)
 }
 
-func (rw *RWMutex) rlock(ctx context.Context, wait bool) (*Lease, error) {
+// observed runs an RLock or TryRLock call under the Observer's hooks.
+func (rw *RWMutex) observed(ctx context.Context, op string, m *Mutex, call func(*callStats) (*Lease, error)) (*Lease, error) {
+	return observed(ctx, &m.Settings.Observer, m.event(op, "RWMutex"), call)
+}
+
+func (rw *RWMutex) rlock(ctx context.Context, wait bool, stats *callStats) (*Lease, error) {
 	if ctx != nil && rw.writer.err == nil {
 		if owner, ok := reentrant.Owner(ctx); ok && rw.writer.Holds(rw.writer.Keys.Lock, owner) {
 			// A read inside the write hold: another hold of the write lock.
-			return leaseOf(rw.writer.acquire(ctx, wait))
+			return leaseOf(rw.writer.acquireStats(ctx, wait, stats))
 		}
 	}
-	return leaseOf(rw.reader.acquire(ctx, wait))
+	return leaseOf(rw.reader.acquireStats(ctx, wait, stats))
 }
 
 // notUpgrade refuses the write lock to a caller that holds a read hold.

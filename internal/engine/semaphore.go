@@ -79,12 +79,18 @@ func (s *Semaphore) Name() string { return s.name }
 
 // Acquire implements redlock.Semaphore.Acquire, which documents it.
 func (s *Semaphore) Acquire(ctx context.Context) (*Lease, error) {
-	return s.acquire(ctx, true)
+	return observed(ctx, &s.settings.Observer, s.event("Acquire"), func(*callStats) (*Lease, error) { return s.acquire(ctx, true) })
 }
 
 // TryAcquire implements redlock.Semaphore.TryAcquire, which documents it.
 func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
-	return s.acquire(ctx, false)
+	return observed(ctx, &s.settings.Observer, s.event("TryAcquire"), func(*callStats) (*Lease, error) { return s.acquire(ctx, false) })
+}
+
+// event describes a call of s's as it starts.
+func (s *Semaphore) event(op string) core.CallEvent {
+	n := len(s.client.Nodes)
+	return core.CallEvent{Op: op, Kind: "Semaphore", Name: s.name, Nodes: n, Quorum: s.settings.QuorumOf(n)}
 }
 
 func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {

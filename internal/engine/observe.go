@@ -1,0 +1,103 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/leases"
+)
+
+// callStats is what an acquire call learned of its rounds, for
+// Observer.Call; a nil *callStats records nothing.
+type callStats struct {
+	votes, answered, attempts int
+}
+
+// round records the outcome of one more round.
+func (s *callStats) round(o outcome) {
+	if s != nil {
+		s.votes, s.answered = o.votes, o.answered
+		s.attempts++
+	}
+}
+
+// observed runs acquire, a call that asks for a lease, under obs's Call and
+// NotAcquired hooks, and ties the lease it returns to them (its Unlock and
+// Extend are reported too).
+func observed(ctx context.Context, obs *core.Observer, e core.CallEvent, acquire func(*callStats) (*Lease, error)) (*Lease, error) {
+	if ctx == nil || (obs.Call == nil && obs.NotAcquired == nil) {
+		return acquire(nil)
+	}
+	began := time.Now()
+	var done func(core.CallResult)
+	if obs.Call != nil {
+		done = obs.Call(ctx, e)
+	}
+	stats := new(callStats)
+	lease, err := acquire(stats)
+	took := time.Since(began)
+	if done != nil {
+		r := core.CallResult{Err: err, Votes: stats.votes, Answered: stats.answered, Attempts: stats.attempts, Took: took}
+		if lease != nil {
+			r.Token = lease.Token()
+		}
+		done(r)
+	}
+	if err != nil && obs.NotAcquired != nil {
+		obs.NotAcquired(core.NotAcquiredEvent{Op: e.Op, Name: e.Name, Wait: took, Err: err})
+	}
+	if lease != nil && obs.Call != nil {
+		lease.call, lease.event = obs.Call, e
+	}
+	return lease, err
+}
+
+// observe runs op (Unlock or Extend) of l under the Call hook of the
+// call that granted l.
+func (l *Lease) observe(ctx context.Context, op string, call func() error) error {
+	if l.call == nil {
+		return call()
+	}
+	e := l.event
+	e.Op = op
+	began := time.Now()
+	done := l.call(ctx, e)
+	err := call()
+	if done != nil {
+		done(core.CallResult{Err: err, Took: time.Since(began), Token: l.held.Token()})
+	}
+	return err
+}
+
+// event describes a call of m's as it starts.
+func (m *Mutex) event(op, kind string) core.CallEvent {
+	return core.CallEvent{Op: op, Kind: kind, Name: m.LockName, Mode: modeName(m.mode),
+		Nodes: len(m.client.Nodes), Quorum: m.Need()}
+}
+
+// modeName is the word CallEvent.Mode uses for mode.
+func modeName(mode mode) string {
+	switch mode.(type) {
+	case fairMode:
+		return "fair"
+	case readMode:
+		return "read"
+	}
+	return "plain"
+}
+
+// lock is Lock (wait) or TryLock of m, as a kind's op, observed.
+func (m *Mutex) lock(ctx context.Context, op, kind string, wait bool) (*Lease, error) {
+	return observed(ctx, &m.Settings.Observer, m.event(op, kind), func(stats *callStats) (*Lease, error) {
+		return leaseOf(m.acquireStats(ctx, wait, stats))
+	})
+}
+
+// leaseOf puts a Mutex's hold behind a Lease.
+func leaseOf(l *leases.Held, err error) (*Lease, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{held: l}, nil
+}
