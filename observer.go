@@ -34,3 +34,8 @@ type CallResult = core.CallResult
 
 // NotAcquiredEvent describes a call that returned no lease.
 type NotAcquiredEvent = core.NotAcquiredEvent
+
+// JoinObservers returns one Observer that calls the hooks of each of
+// observers in turn, e.g. the OpenTelemetry and Prometheus modules' at once:
+// WithObserver(JoinObservers(a, b)).
+func JoinObservers(observers ...Observer) Observer { return core.JoinObservers(observers...) }

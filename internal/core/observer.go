@@ -73,6 +73,7 @@ type ReleasedEvent struct {
 	Name string
 	Held time.Duration
 	Err  error // nil, or why the release did not reach a quorum
+	Lost bool  // the lease was lost (a LostEvent) before this release
 }
 
 // RenewedEvent describes a renewal that reached a quorum.
@@ -107,3 +108,56 @@ type QuarantineEvent struct {
 // errors.Is(err, ErrQuarantined) on a *NodeError, or on ErrNoQuorum's
 // error when such a node was among the failing ones.
 var ErrQuarantined = node.ErrQuarantined
+
+// JoinObservers returns one Observer that calls the hooks of each of
+// observers in turn (for metrics and tracing at once).
+func JoinObservers(observers ...Observer) Observer {
+	var o Observer
+	o.Acquired = joinHook(observers, func(x Observer) func(AcquiredEvent) { return x.Acquired })
+	o.Released = joinHook(observers, func(x Observer) func(ReleasedEvent) { return x.Released })
+	o.Renewed = joinHook(observers, func(x Observer) func(RenewedEvent) { return x.Renewed })
+	o.Lost = joinHook(observers, func(x Observer) func(LostEvent) { return x.Lost })
+	o.NodeError = joinHook(observers, func(x Observer) func(*NodeError) { return x.NodeError })
+	o.Quarantined = joinHook(observers, func(x Observer) func(QuarantineEvent) { return x.Quarantined })
+	o.NotAcquired = joinHook(observers, func(x Observer) func(NotAcquiredEvent) { return x.NotAcquired })
+	var calls []func(context.Context, CallEvent) func(CallResult)
+	for _, x := range observers {
+		if x.Call != nil {
+			calls = append(calls, x.Call)
+		}
+	}
+	if len(calls) > 0 {
+		o.Call = func(ctx context.Context, e CallEvent) func(CallResult) {
+			var dones []func(CallResult)
+			for _, call := range calls {
+				if done := call(ctx, e); done != nil {
+					dones = append(dones, done)
+				}
+			}
+			return func(r CallResult) {
+				for _, done := range dones {
+					done(r)
+				}
+			}
+		}
+	}
+	return o
+}
+
+// joinHook is one hook calling every observer's hook that hook picks (nil: none).
+func joinHook[E any](observers []Observer, hook func(Observer) func(E)) func(E) {
+	var hooks []func(E)
+	for _, x := range observers {
+		if h := hook(x); h != nil {
+			hooks = append(hooks, h)
+		}
+	}
+	if len(hooks) == 0 {
+		return nil
+	}
+	return func(e E) {
+		for _, h := range hooks {
+			h(e)
+		}
+	}
+}

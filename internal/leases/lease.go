@@ -107,7 +107,8 @@ func (l *Held) Unlock(ctx context.Context) error {
 func (l *Held) Release(ctx context.Context, cause error, complete bool) error {
 	l.ops.Lock()
 	defer l.ops.Unlock()
-	if err := l.markReleased(cause); err != nil {
+	lost, err := l.markReleased(cause)
+	if err != nil {
 		return err
 	}
 	if l.Releasing != nil {
@@ -129,35 +130,36 @@ func (l *Held) Release(ctx context.Context, cause error, complete bool) error {
 	if complete {
 		tally = round.WaitAll(ctx)
 	}
-	err := l.releaseResult(tally, m.Need())
+	err = l.releaseResult(tally, m.Need())
 	if next := head.get(); err == nil && next != "" {
 		// The next in line may be a waiter of this Client: wake it now
 		// rather than after the nodes' notices come back.
 		c.Hub.Wake(m.Queue.Channel, l.Hold+" "+next)
 	}
 	if hook := m.Settings.Observer.Released; hook != nil {
-		hook(core.ReleasedEvent{Name: m.LockName, Held: started.Sub(l.acquired), Err: err})
+		hook(core.ReleasedEvent{Name: m.LockName, Held: started.Sub(l.acquired), Err: err, Lost: lost})
 	}
 	return err
 }
 
 // markReleased ends the lease with cause, once: a second release gets
-// ErrReleased (ErrClosed when Close released it).
-func (l *Held) markReleased(cause error) error {
+// ErrReleased (ErrClosed when Close released it). lost: it was lost before.
+func (l *Held) markReleased(cause error) (lost bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
 		if errors.Is(l.err, core.ErrClosed) {
-			return core.ErrClosed
+			return false, core.ErrClosed
 		}
-		return core.ErrReleased
+		return false, core.ErrReleased
 	}
 	l.released = true
 	l.expiry.Stop()
-	if l.err == nil {
+	lost = l.err != nil
+	if !lost {
 		l.err = cause
 	}
-	return nil
+	return lost, nil
 }
 
 // nextHead is the fair queue's new head, as some node named it.

@@ -1,0 +1,32 @@
+package core
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+func TestJoinObservers_callsEveryHookAndLeavesAbsentOnesNil(t *testing.T) {
+	var seen []string
+	a := Observer{
+		Lost: func(e LostEvent) { seen = append(seen, "a lost "+e.Name) },
+		Call: func(_ context.Context, e CallEvent) func(CallResult) {
+			seen = append(seen, "a begin "+e.Op)
+			return func(CallResult) { seen = append(seen, "a end "+e.Op) }
+		},
+	}
+	b := Observer{
+		Lost: func(e LostEvent) { seen = append(seen, "b lost "+e.Name) },
+		Call: func(context.Context, CallEvent) func(CallResult) { seen = append(seen, "b begin"); return nil },
+	}
+	o := JoinObservers(a, b, Observer{})
+	if o.Acquired != nil || o.Quarantined != nil || o.NotAcquired != nil {
+		t.Fatal("a hook no observer has is not nil: the library would call it for nothing")
+	}
+	o.Lost(LostEvent{Name: "x"})
+	o.Call(context.Background(), CallEvent{Op: "Lock"})(CallResult{})
+	want := "a lost x|b lost x|a begin Lock|b begin|a end Lock"
+	if got := strings.Join(seen, "|"); got != want {
+		t.Fatalf("hooks ran %q, want %q", got, want)
+	}
+}
