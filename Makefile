@@ -6,7 +6,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test race examples demo bench vet fmt-check integration chaos chaos-failover compose-demo compose-clean model model-small fuzz topology valkey
+.PHONY: test race examples contrib demo bench vet fmt-check integration chaos chaos-failover compose-demo compose-clean model model-small fuzz topology valkey
 
 ## test: formatting, go vet, every test with the race detector on real
 ## redis-server nodes (scripts/race.sh), the examples, a short fuzz run of
@@ -20,7 +20,7 @@ PKGS := ./...
 ## library and the dependencies three ways (plain, -race, fuzzing).
 ## Tests that need redis-server skip without it, unless
 ## REDLOCK_REQUIRE_REDIS=1. The full model check is `make model`.
-TEST_PHASES := fmt-check vet race examples fuzz model-small
+TEST_PHASES := fmt-check vet race examples contrib fuzz model-small
 test:
 	@start=$$(date +%s); times=""; \
 	for phase in $(TEST_PHASES); do \
@@ -42,6 +42,14 @@ test:
 RACE_SHARDS ?= 3
 race:
 	GO="$(GO)" RACE_SHARDS="$(RACE_SHARDS)" bash scripts/race.sh
+
+## contrib: the supported modules beside the library (contrib/otel,
+## contrib/prometheus), each its own module, vetted and tested with -race.
+contrib:
+	@for d in contrib/*/; do \
+		echo "== contrib $$d"; \
+		(cd $$d && $(GO) vet ./... && $(GO) test -race -count=1 ./...) || exit 1; \
+	done
 
 ## examples: the examples module (examples/), vetted and tested.
 examples:
