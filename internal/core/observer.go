@@ -45,7 +45,8 @@ type CallEvent struct {
 type CallResult struct {
 	Err error
 	// Votes and Answered: of the call's last round (Lock and the like
-	// only), the nodes that granted and those that answered at all.
+	// only), the nodes that granted, and those that granted or refused
+	// (a node that failed or was too slow is in neither).
 	Votes, Answered int
 	Attempts        int           // rounds the call ran (Lock and the like only)
 	Took            time.Duration // from the call to its end: for Lock, the wait

@@ -6,6 +6,8 @@ import (
 
 	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/internal/leases"
+	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/quorum"
 )
 
 // callStats is what an acquire call learned of its rounds, for
@@ -20,6 +22,18 @@ func (s *callStats) round(o outcome) {
 		s.votes, s.answered = o.votes, o.answered
 		s.attempts++
 	}
+}
+
+// voted counts the nodes of tally that granted or refused (its No also
+// counts failures).
+func voted(tally quorum.Tally[node.Acquired]) int {
+	n := 0
+	for _, reply := range tally.Replies {
+		if reply.Vote == quorum.Yes || reply.Vote == quorum.No {
+			n++
+		}
+	}
+	return n
 }
 
 // observed runs acquire, a call that asks for a lease, under obs's Call and

@@ -201,10 +201,10 @@ func (m *Mutex) grant(ctx context.Context, k *lockCall, hold string, start, unti
 			// the release must not leave it too.
 			lease.GateOnce.Do(func() {})
 			_ = lease.Release(context.WithoutCancel(ctx), core.ErrReleased, true)
-			return nil, outcome{votes: k.granted.Yes, answered: k.granted.Answered, err: err}
+			return nil, outcome{votes: k.granted.Yes, answered: voted(k.granted), err: err}
 		}
 	}
-	return lease, outcome{votes: k.granted.Yes, answered: k.granted.Answered}
+	return lease, outcome{votes: k.granted.Yes, answered: voted(k.granted)}
 }
 
 // undo releases the hold of a failed attempt on every node that may have
@@ -267,7 +267,7 @@ func (m *Mutex) undo(ctx context.Context, k *lockCall, round *quorum.Round[node.
 // describeFailure turns a failed round into the error TryLock returns and
 // what the wait before the next attempt depends on.
 func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, until time.Time) outcome {
-	result := outcome{votes: tally.Yes, answered: tally.Answered, minPTTL: -1}
+	result := outcome{votes: tally.Yes, answered: voted(tally), minPTTL: -1}
 	replies := slices.Clone(tally.Replies)
 	refusals := make(map[string]int) // holder fingerprint → nodes it holds
 	silent := 0                      // nodes whose vote is unknown: they may hold it for anyone
