@@ -10,17 +10,17 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
 	"github.com/redis/go-redis/v9"
 )
 
 // waitQueued waits until name's queue is n long on every node: a waiter
 // queued on one node only may not yet be queued on the others.
-func waitQueued(t *testing.T, cluster *redistest.Cluster, name string, n int) {
+func waitQueued(t *testing.T, cluster *redlocktest.Nodes, name string, n int) {
 	t.Helper()
 	waitFor(t, 5*time.Second, fmt.Sprintf("%d queued waiters on every node", n), func() bool {
-		for i := range cluster.Nodes {
+		for i := range cluster.Servers {
 			if len(queueOf(t, cluster, i, name)) != n {
 				return false
 			}
@@ -33,17 +33,17 @@ func waitQueued(t *testing.T, cluster *redistest.Cluster, name string, n int) {
 // the holder's lease, and returns the waiter's lease, how long it had left
 // when Lock returned, and on how many nodes the lock was still only handed
 // to the waiter then (a claim round would have made it a hold there).
-func adoption(t *testing.T, cluster *redistest.Cluster, name string, opts ...redlock.Option) (*redlock.Lease, time.Duration, int) {
+func adoption(t *testing.T, cluster *redlocktest.Nodes, name string, opts ...redlock.Option) (*redlock.Lease, time.Duration, int) {
 	t.Helper()
 	return adoptionWith(t, testContext(t), cluster, name, opts...)
 }
 
 // handedTo counts the nodes on which name's lock is handed to owner, not
 // claimed.
-func handedTo(t *testing.T, cluster *redistest.Cluster, name, owner string) int {
+func handedTo(t *testing.T, cluster *redlocktest.Nodes, name, owner string) int {
 	t.Helper()
 	n := 0
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		fields, _ := cluster.Admin(t, i).HMGet(context.Background(), "redlock:{"+name+"}", "owner", "handed").Result()
 		if len(fields) == 2 && fields[0] == owner && fields[1] != nil {
 			n++
@@ -53,10 +53,10 @@ func handedTo(t *testing.T, cluster *redistest.Cluster, name, owner string) int 
 }
 
 // ownersOf lists the owner of m's lock on each node ("" where free).
-func ownersOf(t *testing.T, cluster *redistest.Cluster, m *redlock.Mutex) []string {
+func ownersOf(t *testing.T, cluster *redlocktest.Nodes, m *redlock.Mutex) []string {
 	t.Helper()
 	var out []string
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		owner, _ := cluster.Admin(t, i).HGet(context.Background(), "redlock:{"+m.Name()+"}", "owner").Result()
 		out = append(out, owner)
 	}
@@ -66,7 +66,7 @@ func ownersOf(t *testing.T, cluster *redistest.Cluster, m *redlock.Mutex) []stri
 // holdEverywhere locks m once every node has it free, and returns once
 // the lease is on every node: an Unlock (a warm-up's) and a Lock return at
 // a quorum, and a test of the handoff needs the holder on all nodes.
-func holdEverywhere(t *testing.T, cluster *redistest.Cluster, m *redlock.Mutex) *redlock.Lease {
+func holdEverywhere(t *testing.T, cluster *redlocktest.Nodes, m *redlock.Mutex) *redlock.Lease {
 	t.Helper()
 	waitFor(t, 5*time.Second, "the lock free on every node", func() bool {
 		return !slices.ContainsFunc(ownersOf(t, cluster, m), func(o string) bool { return o != "" })
@@ -79,7 +79,7 @@ func holdEverywhere(t *testing.T, cluster *redistest.Cluster, m *redlock.Mutex) 
 }
 
 // adoptionWith is adoption with the waiter's Lock called with ctx.
-func adoptionWith(t *testing.T, ctx context.Context, cluster *redistest.Cluster, name string, opts ...redlock.Option) (*redlock.Lease, time.Duration, int) {
+func adoptionWith(t *testing.T, ctx context.Context, cluster *redlocktest.Nodes, name string, opts ...redlock.Option) (*redlock.Lease, time.Duration, int) {
 	t.Helper()
 	holder := newClient(t, cluster, opts...)
 	waiter := newClient(t, cluster, opts...)
@@ -116,7 +116,7 @@ func adoptionWith(t *testing.T, ctx context.Context, cluster *redistest.Cluster,
 // from its last attempt's start, for the queue's span (min(TTL, queue
 // timeout)), not a TTL from a claim.
 func TestHandoff_waiterTakesTheLeaseFromTheNotices(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	for _, fair := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fair=%v", fair), func(t *testing.T) {
 			opts := []redlock.Option{redlock.WithQueueTimeout(4 * time.Second)}
@@ -140,7 +140,7 @@ func TestHandoff_waiterTakesTheLeaseFromTheNotices(t *testing.T) {
 // watchdog renews it before its span ends (it would otherwise lapse at
 // the span); its release frees the lock at once.
 func TestHandoff_adoptedLeaseHoldsRenewsAndReleases(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	const span = 900 * time.Millisecond
 	lease, left, _ := adoption(t, cluster, "adopted", redlock.WithQueueTimeout(span))
 	if left > span {
@@ -168,7 +168,7 @@ func TestHandoff_adoptedLeaseHoldsRenewsAndReleases(t *testing.T) {
 // Released before any renewal, an adopted lease frees the lock on every
 // node (its release names the hold the nodes handed it for).
 func TestHandoff_adoptedLeaseReleasedAtOnce(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	lease, _, _ := adoption(t, cluster, "quick")
 	if err := lease.Unlock(context.Background()); err != nil {
 		t.Fatalf("Unlock of an adopted lease: %v", err)
@@ -177,7 +177,7 @@ func TestHandoff_adoptedLeaseReleasedAtOnce(t *testing.T) {
 	// in the background (handoff.settle): the leave passes on a lock it
 	// handed meanwhile. Freed by that, not expired: a handed lock lasts the
 	// queue's span, 5 s.
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		admin := cluster.Admin(t, i)
 		waitFor(t, 2*time.Second, fmt.Sprintf("node %d to free the lock after the adopted lease's release", i), func() bool {
 			n, err := admin.Exists(context.Background(), "redlock:{quick}").Result()
@@ -191,7 +191,7 @@ func TestHandoff_adoptedLeaseReleasedAtOnce(t *testing.T) {
 // than the TTL the caller asked for: the waiter claims the lock instead,
 // unless the span is the TTL (TTL <= queue timeout).
 func TestHandoff_withoutWatchdogOnlyWhenTheSpanIsTheTTL(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	claimed, left, _ := adoption(t, cluster, "claimed", redlock.WithWatchdog(false), redlock.WithTTL(20*time.Second))
 	mustUnlock(t, claimed)
 	if left < 15*time.Second {
@@ -218,7 +218,7 @@ func mustLockNow(t *testing.T, ctx context.Context, m *redlock.Mutex) *redlock.L
 // the nodes, so a notice naming one call's attempt says nothing of the
 // other's: a call with an owner from its ctx always claims the lock.
 func TestHandoff_sharedOwnerClaims(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := redlock.WithOwner(testContext(t), "shared-owner")
 	lease, left, _ := adoptionWith(t, ctx, cluster, "shared")
 	if left < 20*time.Second {
@@ -237,7 +237,7 @@ func TestHandoff_sharedOwnerClaims(t *testing.T) {
 // and neither does an inner Lock that gives up (its leave). Both freed it
 // while the handed key stood for the outer lease's hold alone.
 func TestHandoff_reentryIntoAnAdoptedLease(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	for _, how := range []string{"inner unlock", "inner gives up"} {
 		t.Run(how, func(t *testing.T) {
 			name := "reentry-" + strings.ReplaceAll(how, " ", "-")
@@ -267,7 +267,7 @@ func TestHandoff_reentryIntoAnAdoptedLease(t *testing.T) {
 // ForceUnlock removes a lease taken from the notices like any other: it
 // is lost at its next renewal, and the lock is free at once.
 func TestHandoff_forceUnlockRevokesAnAdoptedLease(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	const span = 900 * time.Millisecond
 	lease, _, _ := adoption(t, cluster, "forced-adopted", redlock.WithQueueTimeout(span))
 	op := newClient(t, cluster)
@@ -296,10 +296,10 @@ func TestHandoff_adoptedLeaseKeepsTheNodesWhoseNoticesComeLate(t *testing.T) {
 	// notice late. Set before any Client exists (and restored after every
 	// one closed).
 	redlock.SetHandoffGrace(t, 500*time.Millisecond)
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const name = "late-notice"
-	proxy, err := faultproxy.New(cluster.Nodes[2].Addr())
+	proxy, err := faultproxy.New(cluster.Servers[2].Addr())
 	if err != nil {
 		t.Fatal(err)
 	}

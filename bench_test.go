@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // BenchmarkLockUnlock measures one uncontended Lock+Unlock on N local
@@ -20,7 +20,7 @@ import (
 func BenchmarkLockUnlock(b *testing.B) {
 	for _, nodes := range []int{1, 3, 5} {
 		b.Run(fmt.Sprintf("N=%d", nodes), func(b *testing.B) {
-			cluster := redistest.Start(b, nodes)
+			cluster := redlocktest.Start(b, nodes)
 			c, err := newBenchClient(b, cluster)
 			if err != nil {
 				b.Fatal(err)
@@ -37,7 +37,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 // longer than the restart guard (a 2 s TTL, nodes 3.5 s old): the guard's
 // steady state, where it reads no more than its hot path.
 func BenchmarkLockUnlock_oldNodes(b *testing.B) {
-	cluster := redistest.Start(b, 5)
+	cluster := redlocktest.Start(b, 5)
 	time.Sleep(3500 * time.Millisecond)
 	c, err := newBenchClient(b, cluster, redlock.WithTTL(2*time.Second))
 	if err != nil {
@@ -49,9 +49,9 @@ func BenchmarkLockUnlock_oldNodes(b *testing.B) {
 }
 
 // redisCPU is the CPU time (INFO cpu, user + sys) every node has used.
-func redisCPU(b *testing.B, cluster *redistest.Cluster) time.Duration {
+func redisCPU(b *testing.B, cluster *redlocktest.Nodes) time.Duration {
 	var total time.Duration
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		info, err := cluster.Admin(b, i).Info(context.Background(), "cpu").Result()
 		if err != nil {
 			b.Fatal(err)
@@ -74,7 +74,7 @@ func redisCPU(b *testing.B, cluster *redistest.Cluster) time.Duration {
 // without WithFencing, side by side: what a token costs (two rounds after
 // the grant: read the counters, write the token back).
 func BenchmarkLockUnlock_fencing(b *testing.B) {
-	cluster := redistest.Start(b, 5)
+	cluster := redlocktest.Start(b, 5)
 	for _, fencing := range []bool{false, true} {
 		b.Run(fmt.Sprintf("fencing=%v", fencing), func(b *testing.B) {
 			var opts []redlock.Option
@@ -127,7 +127,7 @@ func reportPercentiles(b *testing.B, latencies []time.Duration) {
 // concurrent calls share round trips. It reports cycles/s and the cycle's
 // p50/p99.
 func BenchmarkThroughput64(b *testing.B) {
-	cluster := redistest.Start(b, 5)
+	cluster := redlocktest.Start(b, 5)
 	c, err := newBenchClient(b, cluster)
 	if err != nil {
 		b.Fatal(err)

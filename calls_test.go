@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // A caller that cancels Lock's ctx as soon as Lock returns (defer cancel(),
@@ -15,12 +15,12 @@ import (
 // cost a release with a tombstone and a leave. An uncontended cycle stays
 // one acquire and one release per node.
 func TestLock_cancelAfterLockCostsNoExtraCalls(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	c := newClient(t, cluster)
 	m := c.Mutex("cancelled")
 	mustUnlock(t, mustLock(t, testContext(t), m)) // scripts loaded, clock probed
 	time.Sleep(50 * time.Millisecond)
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if err := cluster.Admin(t, i).ConfigResetStat(context.Background()).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -37,7 +37,7 @@ func TestLock_cancelAfterLockCostsNoExtraCalls(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the last stragglers
 	var calls int64
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		calls += scriptCalls(t, cluster.Admin(t, i))
 	}
 	perCycle := float64(calls) / cycles
@@ -52,7 +52,7 @@ func TestLock_cancelAfterLockCostsNoExtraCalls(t *testing.T) {
 // calls to the silent nodes keep the caller's deadline, so nothing waits
 // for the node timeout.
 func TestLock_silentMajorityReturnsAtTheCallersDeadline(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c, err := redlock.Dial(cluster.URLs(), redlock.WithNodeTimeout(2*time.Second))
 	if err != nil {
 		t.Fatal(err)
@@ -62,10 +62,10 @@ func TestLock_silentMajorityReturnsAtTheCallersDeadline(t *testing.T) {
 	mustUnlock(t, mustLock(t, testContext(t), m)) // connections, scripts, clock
 	time.Sleep(300 * time.Millisecond)            // no call still out when the nodes pause
 	for _, i := range []int{1, 2} {
-		if err := cluster.Nodes[i].Pause(); err != nil {
+		if err := cluster.Servers[i].Pause(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = cluster.Nodes[i].Resume() })
+		t.Cleanup(func() { _ = cluster.Servers[i].Resume() })
 	}
 	for _, try := range []bool{true, false} {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)

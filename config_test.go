@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -54,7 +54,7 @@ func TestDial_badURL(t *testing.T) {
 }
 
 func TestMutex_badInput(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c := newClient(t, cluster)
 	ctx := testContext(t)
 	tests := []struct {
@@ -154,7 +154,7 @@ func TestConfig_rejectedAtNew(t *testing.T) {
 }
 
 func TestConfig_rejectedAtMutex(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c := newClient(t, cluster)
 	ctx := testContext(t)
 	for _, tt := range rejectedOptions {
@@ -177,7 +177,7 @@ func TestConfig_rejectedAtMutex(t *testing.T) {
 }
 
 func TestConfig_acceptedEdges(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	for _, tt := range acceptedEdges {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,7 +199,7 @@ func TestConfig_acceptedEdges(t *testing.T) {
 // A lease with WithTTL(MaxTTL) is a key on every node, expiring about
 // MaxTTL from now.
 func TestTTL_atMaxTTL(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster, redlock.WithTTL(redlock.MaxTTL))
 	lease := mustLock(t, ctx, c.Mutex("long"))
@@ -207,7 +207,7 @@ func TestTTL_atMaxTTL(t *testing.T) {
 		t.Fatalf("Until is %v away, want about %v", left, redlock.MaxTTL)
 	}
 	key := redlock.DefaultKeyPrefix + "{long}"
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		// Lock returns once a quorum granted: the last node's grant may
 		// still be on its way.
 		admin, pttl := cluster.Admin(t, i), time.Duration(0)
@@ -229,13 +229,13 @@ func TestTTL_atMaxTTL(t *testing.T) {
 // A fair waiter with the longest queue timeout queues up on the nodes
 // (its queue keys live about twice the timeout) and gets the lock.
 func TestConfig_queueTimeoutAtMaxTimeout(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	opts := []redlock.Option{redlock.WithFair(), redlock.WithQueueTimeout(redlock.MaxTimeout)}
 	holder := mustLock(t, ctx, newClient(t, cluster, opts...).Mutex("q"))
 	waited := lockInBackground(t, ctx, newClient(t, cluster, opts...).Mutex("q"))
 	key := redlock.DefaultKeyPrefix + "{q}:queue"
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		admin := cluster.Admin(t, i)
 		waitFor(t, 5*time.Second, "the waiter queued", func() bool {
 			pttl, err := admin.PTTL(ctx, key).Result()

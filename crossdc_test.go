@@ -8,19 +8,19 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
 )
 
 // farNodes starts len(rtts) nodes, each behind a proxy that delays both
 // directions by half its round trip, and returns the cluster and the
 // proxies' URLs.
-func farNodes(t *testing.T, rtts ...time.Duration) (*redistest.Cluster, []string) {
+func farNodes(t *testing.T, rtts ...time.Duration) (*redlocktest.Nodes, []string) {
 	t.Helper()
-	cluster := redistest.Start(t, len(rtts))
+	cluster := redlocktest.Start(t, len(rtts))
 	urls := make([]string, len(rtts))
 	for i, rtt := range rtts {
-		proxy, err := faultproxy.New(cluster.Nodes[i].Addr())
+		proxy, err := faultproxy.New(cluster.Servers[i].Addr())
 		if err != nil {
 			t.Fatal(err)
 		}

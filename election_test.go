@@ -8,15 +8,15 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 )
 
 // Candidates of several Clients campaign in turn: one leader at a time
 // (the checker), terms strictly increasing, and Leader names each one
 // while it leads.
 func TestElection_oneLeaderAtATime_termsIncrease(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	check := checker.New()
 	const clients, rounds = 3, 6
@@ -65,7 +65,7 @@ func TestElection_oneLeaderAtATime_termsIncrease(t *testing.T) {
 // Observe shows no leader, then each leader, and a leader that crashed
 // (no renewal, no resignation) as a change to no leader at its TTL.
 func TestElection_Observe_showsEachChangeAndALostLeader(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl = 500 * time.Millisecond
 	watch, stop := context.WithCancel(ctx)
@@ -121,7 +121,7 @@ func TestElection_Observe_showsEachChangeAndALostLeader(t *testing.T) {
 // ForceUnlock takes leadership away: the leader's lease ends at its next
 // renewal, and the next candidate leads with a higher term.
 func TestElection_ForceUnlockEndsLeadership(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster, redlock.WithTTL(600*time.Millisecond))
 	old, err := c.Election("primary").Campaign(ctx, "old")
@@ -150,7 +150,7 @@ func TestElection_ForceUnlockEndsLeadership(t *testing.T) {
 }
 
 func TestElection_badInputAndNoQuorum(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster, redlock.WithNodeTimeout(200*time.Millisecond))
 	for _, e := range []*redlock.Election{c.Election(""), c.Election("x", redlock.WithTTL(-time.Second))} {
@@ -181,7 +181,7 @@ func TestElection_badInputAndNoQuorum(t *testing.T) {
 		t.Errorf("after the failed Campaign: held %v, %v; want the lock given back", info.Held, err)
 	}
 	for _, i := range []int{1, 2} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,7 +193,7 @@ func TestElection_badInputAndNoQuorum(t *testing.T) {
 // The leader's value is published again while it leads: after every node
 // lost it (restarted empty, one after another), Leader still names it.
 func TestElection_Leader_afterARollingRestart(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl = 600 * time.Millisecond
 	e := newClient(t, cluster, redlock.WithTTL(ttl)).Election("primary")

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redisproc"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 )
 
 // exampleNodes starts three local redis-server processes for an example

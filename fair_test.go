@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // queueOf returns the fair queue of name on node i, head first.
-func queueOf(t *testing.T, cluster *redistest.Cluster, i int, name string) []string {
+func queueOf(t *testing.T, cluster *redlocktest.Nodes, i int, name string) []string {
 	t.Helper()
 	members, err := cluster.Admin(t, i).ZRange(context.Background(), "redlock:{"+name+"}:queue", 0, -1).Result()
 	if err != nil {
@@ -26,7 +26,7 @@ func queueOf(t *testing.T, cluster *redistest.Cluster, i int, name string) []str
 }
 
 func TestFair_grantsInArrivalOrder(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const waiters = 12
 	holder := newClient(t, cluster, redlock.WithFair())
@@ -64,7 +64,7 @@ func TestFair_grantsInArrivalOrder(t *testing.T) {
 }
 
 func TestFair_cancelledWaiterLeavesAndNextGetsItPromptly(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	opts := []redlock.Option{redlock.WithFair(), redlock.WithQueueTimeout(10 * time.Second)}
 	holder, quitter, patient := newClient(t, cluster, opts...), newClient(t, cluster, opts...), newClient(t, cluster, opts...)
@@ -94,7 +94,7 @@ func TestFair_cancelledWaiterLeavesAndNextGetsItPromptly(t *testing.T) {
 // A waiter process killed while queued holds up the queue for at most the
 // queue timeout: the others evict it when its heartbeat deadline passes.
 func TestFair_killedWaiterDelaysQueueAtMostQueueTimeout(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const queueTimeout = time.Second
 	opts := []redlock.Option{redlock.WithFair(), redlock.WithQueueTimeout(queueTimeout)}
@@ -141,7 +141,7 @@ func runFairWaiter(urls string) {
 }
 
 func TestFair_reentrantAndTryLock(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	a, b := newClient(t, cluster, redlock.WithFair()), newClient(t, cluster, redlock.WithFair())
 	outer := mustLock(t, ctx, a.Mutex("fair-nested"))
@@ -164,7 +164,7 @@ func TestFair_reentrantAndTryLock(t *testing.T) {
 // behind, arriving second, is still served second (with the process's own
 // clock its ticket would be the smaller one).
 func TestFair_ticketsInTheNodesTime(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	holderClient := newClient(t, cluster, redlock.WithFair())
 	onTime := newClient(t, cluster, redlock.WithFair())
@@ -188,7 +188,7 @@ func TestFair_ticketsInTheNodesTime(t *testing.T) {
 	// reached yet when the lock is freed would hand it to the second.
 	queuedEverywhere := func(n int64) func() bool {
 		return func() bool {
-			for i := range cluster.Nodes {
+			for i := range cluster.Servers {
 				if got, _ := cluster.Admin(t, i).ZCard(ctx, "redlock:{order}:queue").Result(); got != n {
 					return false
 				}

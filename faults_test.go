@@ -12,17 +12,17 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
 func TestMutex_Lock_minorityKilled(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	ctx := testContext(t)
 	c := newClient(t, cluster)
 	for _, i := range []int{1, 3} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -33,11 +33,11 @@ func TestMutex_Lock_minorityKilled(t *testing.T) {
 }
 
 func TestMutex_TryLock_majorityKilled_noQuorumFast(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	nodeTimeout := 2 * time.Second
 	c := newClient(t, cluster, redlock.WithNodeTimeout(nodeTimeout))
 	for _, i := range []int{0, 2, 4} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -65,14 +65,14 @@ func TestMutex_TryLock_majorityKilled_noQuorumFast(t *testing.T) {
 }
 
 func TestMutex_Lock_onePausedNode_noStall(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	nodeTimeout := 2 * time.Second
 	c := newClient(t, cluster, redlock.WithNodeTimeout(nodeTimeout))
 	ctx := testContext(t)
-	if err := cluster.Nodes[1].Pause(); err != nil {
+	if err := cluster.Servers[1].Pause(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cluster.Nodes[1].Resume() })
+	t.Cleanup(func() { _ = cluster.Servers[1].Resume() })
 	for range 3 {
 		start := time.Now()
 		lease := mustLock(t, ctx, c.Mutex("paused"))
@@ -87,35 +87,35 @@ func TestMutex_Lock_onePausedNode_noStall(t *testing.T) {
 }
 
 func TestMutex_Lock_scriptFlushBetweenCalls(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster, redlock.WithWatchdog(false))
 	for range 3 {
-		for i := range cluster.Nodes {
-			if err := redistest.FlushScripts(ctx, cluster.Admin(t, i)); err != nil {
+		for i := range cluster.Servers {
+			if err := redlocktest.FlushScripts(ctx, cluster.Admin(t, i)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		lease := mustLock(t, ctx, c.Mutex("flushed"))
-		for i := range cluster.Nodes {
-			_ = redistest.FlushScripts(ctx, cluster.Admin(t, i))
+		for i := range cluster.Servers {
+			_ = redlocktest.FlushScripts(ctx, cluster.Admin(t, i))
 		}
 		if err := lease.Extend(ctx); err != nil {
 			t.Fatalf("Extend after SCRIPT FLUSH: %v", err)
 		}
-		for i := range cluster.Nodes {
-			_ = redistest.FlushScripts(ctx, cluster.Admin(t, i))
+		for i := range cluster.Servers {
+			_ = redlocktest.FlushScripts(ctx, cluster.Admin(t, i))
 		}
 		mustUnlock(t, lease)
 	}
 }
 
 func TestMutex_Lock_restartedNodeKeepsWorking(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster)
 	mustUnlock(t, mustLock(t, ctx, c.Mutex("restarts")))
-	if err := cluster.Nodes[0].Restart(false); err != nil {
+	if err := cluster.Servers[0].Restart(false); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -124,9 +124,9 @@ func TestMutex_Lock_restartedNodeKeepsWorking(t *testing.T) {
 }
 
 func TestMutex_TryLock_wrongTypeKey(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if err := cluster.Admin(t, i).Set(ctx, "redlock:{typed}", "not a hash", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -149,7 +149,7 @@ func TestMutex_TryLock_wrongTypeKey(t *testing.T) {
 	}
 	// A fence key of another type: with fencing, Lock stops at once too,
 	// and gives the lock back.
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if err := cluster.Admin(t, i).HSet(ctx, "redlock:{fenced}:fence", "x", "1").Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -159,7 +159,7 @@ func TestMutex_TryLock_wrongTypeKey(t *testing.T) {
 		!strings.Contains(err.Error(), "redlock:{fenced}:fence") || time.Since(start) > 2*time.Second {
 		t.Fatalf("fenced Lock over a WRONGTYPE fence key: %v after %v; want ErrKeyConflict at once", err, time.Since(start))
 	}
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if n, _ := cluster.Admin(t, i).Exists(ctx, "redlock:{fenced}").Result(); n != 0 {
 			t.Fatalf("node %d: the lock was left taken", i)
 		}
@@ -221,7 +221,7 @@ func garbageNode(t *testing.T) string {
 }
 
 func TestMutex_TryLock_nodeAnswersGarbage(t *testing.T) {
-	cluster := redistest.Start(t, 2)
+	cluster := redlocktest.Start(t, 2)
 	clients := cluster.Clients(t)
 	bad := redis.NewClient(&redis.Options{Addr: garbageNode(t), MaxRetries: -1, ContextTimeoutEnabled: true,
 		ReadTimeout: 200 * time.Millisecond, Protocol: 2, DisableIdentity: true})
@@ -245,7 +245,7 @@ func TestMutex_TryLock_nodeAnswersGarbage(t *testing.T) {
 }
 
 func TestMutex_afterClose(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c, err := redlock.New(cluster.Clients(t))
 	if err != nil {
@@ -276,7 +276,7 @@ func TestMutex_afterClose(t *testing.T) {
 }
 
 func TestDial_ownsItsConnections(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c, err := redlock.Dial(cluster.URLs())
 	if err != nil {
 		t.Fatal(err)
@@ -292,13 +292,13 @@ func TestDial_ownsItsConnections(t *testing.T) {
 // it matches ErrNoQuorum and the ctx's error, names each failing node
 // (errors.As finds every *NodeError), and reads on one line.
 func TestMutex_Lock_majorityDown_givesUpWithTheReason(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c := newClient(t, cluster)
 	// One lock first: node 0's connection, script and guard stamp are
 	// ready, so under a loaded CI machine each attempt hears it answer.
 	mustUnlock(t, mustLock(t, testContext(t), c.Mutex("down")))
 	for _, i := range []int{1, 2} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -380,11 +380,11 @@ func (l *countingRedisLog) count(addr string) int {
 // probe (go-redis logs each failed dial until the pool's size of them
 // have failed, then probes quietly). A node that comes back still votes.
 func TestDial_deadNodeLogsAFewLinesAndComesBack(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	dead := []int{1, 2}
 	logged := &countingRedisLog{lines: map[string]int{}}
 	for _, i := range dead {
-		logged.lines[cluster.Nodes[i].Addr()] = 0
+		logged.lines[cluster.Servers[i].Addr()] = 0
 	}
 	redis.SetLogger(logged)
 	t.Cleanup(func() { redis.SetLogger(quietRedis{}) })
@@ -396,7 +396,7 @@ func TestDial_deadNodeLogsAFewLinesAndComesBack(t *testing.T) {
 	ctx := testContext(t)
 	mustUnlock(t, mustLock(t, ctx, c.Mutex("quiet")))
 	for _, i := range dead {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -409,13 +409,13 @@ func TestDial_deadNodeLogsAFewLinesAndComesBack(t *testing.T) {
 		t.Fatalf("Lock with 2 of 3 nodes dead: %v, want ErrNoQuorum", err)
 	}
 	for _, i := range dead {
-		addr := cluster.Nodes[i].Addr()
+		addr := cluster.Servers[i].Addr()
 		if n := logged.count(addr); n == 0 || n > 4 {
 			t.Errorf("go-redis logged %d lines about dead node %s in 3 s; want 1 to 4", n, addr)
 		}
 	}
 	for _, i := range dead {
-		if err := cluster.Nodes[i].Restart(false); err != nil {
+		if err := cluster.Servers[i].Restart(false); err != nil {
 			t.Fatal(err)
 		}
 		if err := node.Declare(ctx, cluster.Admin(t, i), "redlock:"); err != nil {
@@ -432,17 +432,17 @@ func TestDial_deadNodeLogsAFewLinesAndComesBack(t *testing.T) {
 // out to a paused node (the straggling acquire of the last Lock, probes)
 // instead of waiting for their timeouts.
 func TestDial_closeDoesNotWaitForAPausedNode(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c, err := redlock.Dial(cluster.URLs())
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx := testContext(t)
 	mustUnlock(t, mustLock(t, ctx, c.Mutex("paused"))) // connections and scripts ready
-	if err := cluster.Nodes[2].Pause(); err != nil {
+	if err := cluster.Servers[2].Pause(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cluster.Nodes[2].Resume() })
+	t.Cleanup(func() { _ = cluster.Servers[2].Resume() })
 	mustUnlock(t, mustLock(t, ctx, c.Mutex("paused")))
 	start := time.Now()
 	if err := c.Close(); err != nil {
@@ -457,7 +457,7 @@ func TestDial_closeDoesNotWaitForAPausedNode(t *testing.T) {
 // to the slower nodes; it lets them finish rather than cut them, which
 // go-redis would log, one line per connection.
 func TestDial_closeAfterUnlockLogsNothing(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	logged := &countingRedisLog{lines: map[string]int{}}
 	redis.SetLogger(logged)
 	t.Cleanup(func() { redis.SetLogger(quietRedis{}) })

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 )
 
 // aheadBy is how far the skewed node's wall clock runs ahead: far more
@@ -23,15 +23,15 @@ const notInflated = time.Minute
 // clockAhead restarts node i of cluster (empty) with its wall clock
 // aheadBy ahead (libfaketime: an offset, its rate true, so the clock check
 // does not quarantine it) and declares it new, so that it votes at once.
-func clockAhead(t *testing.T, cluster *redistest.Cluster, i int) {
+func clockAhead(t *testing.T, cluster *redlocktest.Nodes, i int) {
 	t.Helper()
-	libfaketime := redistest.RequireFaketime(t)
-	cluster.Nodes[i].SetEnv([]string{
-		"LD_PRELOAD=" + libfaketime + " libc.so.6", // glibc's malloc: see redistest.FastClock
+	libfaketime := redlocktest.RequireFaketime(t)
+	cluster.Servers[i].SetEnv([]string{
+		"LD_PRELOAD=" + libfaketime + " libc.so.6", // glibc's malloc: see redlocktest.FastClock
 		fmt.Sprintf("FAKETIME=+%d", int(aheadBy.Seconds())),
 		"FAKETIME_DONT_FAKE_MONOTONIC=1",
 	})
-	if err := cluster.Nodes[i].Restart(false); err != nil {
+	if err := cluster.Servers[i].Restart(false); err != nil {
 		t.Fatal(err)
 	}
 	ctx := testContext(t)
@@ -59,9 +59,9 @@ func inflated(what string, token uint64) string {
 // node is down): the tokens follow the other node's clock. With the plain
 // maximum of the clocks each token was hours of microseconds ahead.
 func TestFencing_clockHoursAhead_doesNotInflateTokens(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	clockAhead(t, cluster, 2)
-	if err := cluster.Nodes[1].Kill(); err != nil {
+	if err := cluster.Servers[1].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	c := newClient(t, cluster, redlock.WithFencing(), redlock.WithWatchdog(false))
@@ -87,9 +87,9 @@ func TestFencing_clockHoursAhead_doesNotInflateTokens(t *testing.T) {
 // first token was the ahead clock's, and the next (the correct clocks')
 // came out hours lower.
 func TestFencing_tokensIncreaseAfterTheClockAheadLeft(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	clockAhead(t, cluster, 2)
-	if err := cluster.Nodes[1].Kill(); err != nil {
+	if err := cluster.Servers[1].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	// A short TTL and restart guard: the nodes restarted empty wait it out
@@ -99,11 +99,11 @@ func TestFencing_tokensIncreaseAfterTheClockAheadLeft(t *testing.T) {
 	ctx := testContext(t)
 	first := mustLock(t, ctx, c.Mutex("ledger")) // quorum and write-back {0, 2}
 	mustUnlock(t, first)
-	if err := cluster.Nodes[2].Kill(); err != nil {
+	if err := cluster.Servers[2].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Restart(false); err != nil {
+		if err := cluster.Servers[i].Restart(false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -123,7 +123,7 @@ func TestFencing_tokensIncreaseAfterTheClockAheadLeft(t *testing.T) {
 // that node restarts empty halfway (back with its clock still ahead, its
 // counter from zero, not voting for the restart guard).
 func TestFencing_tokensIncreaseWithAClockAheadAcrossAnEmptyRestart(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	clockAhead(t, cluster, 4)
 	check := checker.New()
 	var reported atomic.Bool // the first inflated token only

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // A fencing counter that holds a string that is not a counter (another
@@ -15,7 +15,7 @@ import (
 // The acquire script used to grant there first, and the attempt's undo
 // left those grants in place for the TTL.
 func TestFencing_garbageCounterTakesNothing(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const name = "ledger"
 	for i := range 2 {

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -26,7 +26,7 @@ import (
 // write-back did and read C there: B's token was A's, C+1. Checked, A has
 // no quorum of write-backs in its window and is not granted.
 func TestFencing_writeBackWhereAnotherOwnerHolds_isRefused(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const name, high = "ledger", uint64(4_000_000_000_000_000_000) // far above a clock in µs
 	proxies, bNodes := proxiedClients(t, cluster)
@@ -95,7 +95,7 @@ func TestFencing_writeBackWhereAnotherOwnerHolds_isRefused(t *testing.T) {
 }
 
 // proxiedClients gives a client per node, each through a proxy of its own.
-func proxiedClients(t *testing.T, cluster *redistest.Cluster) ([]*faultproxy.Proxy, []redis.UniversalClient) {
+func proxiedClients(t *testing.T, cluster *redlocktest.Nodes) ([]*faultproxy.Proxy, []redis.UniversalClient) {
 	t.Helper()
 	addrs := cluster.Addrs()
 	proxies := make([]*faultproxy.Proxy, len(addrs))
@@ -119,7 +119,7 @@ func proxiedClients(t *testing.T, cluster *redistest.Cluster) ([]*faultproxy.Pro
 // votes and write-backs of one holder land on that node after the other
 // clients' calls.
 func TestFencing_tokensIncreaseWithRequestsLateOnOneLink(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	check := checker.New()
 	const clients, grants = 3, 60
@@ -158,11 +158,11 @@ func TestFencing_tokensIncreaseWithRequestsLateOnOneLink(t *testing.T) {
 // were read in a round of their own). With the release, a fenced cycle is
 // three calls per node, one more than a plain one.
 func TestFencing_lockCostsTwoScriptCallsPerNode(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	m := newClient(t, cluster, redlock.WithFencing(), redlock.WithWatchdog(false)).Mutex("counted")
 	mustUnlock(t, mustLock(t, testContext(t), m)) // scripts loaded, clock probed
 	time.Sleep(50 * time.Millisecond)
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if err := cluster.Admin(t, i).ConfigResetStat(context.Background()).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -172,7 +172,7 @@ func TestFencing_lockCostsTwoScriptCallsPerNode(t *testing.T) {
 		mustUnlock(t, mustLock(t, testContext(t), m))
 	}
 	time.Sleep(100 * time.Millisecond) // the last stragglers
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		perCycle := float64(scriptCalls(t, cluster.Admin(t, i))) / cycles
 		t.Logf("node %d: %.2f script calls per fenced Lock+Unlock", i, perCycle)
 		if perCycle > 3.1 { // the clock check's occasional probe aside
@@ -186,7 +186,7 @@ func TestFencing_lockCostsTwoScriptCallsPerNode(t *testing.T) {
 // accepted where the lock is handed to it naming its hold (not yet a hold
 // field there), so it keeps the lease without a claim round.
 func TestFencing_adoptedLeaseIsFencedOnTheHandedNodes(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	const name = "adopt-fenced"
 	lease, _, handed := adoption(t, cluster, name, redlock.WithFencing(), redlock.WithQueueTimeout(4*time.Second))
 	defer mustUnlock(t, lease)
@@ -194,7 +194,7 @@ func TestFencing_adoptedLeaseIsFencedOnTheHandedNodes(t *testing.T) {
 		t.Fatalf("the lock was handed to the waiter on %d nodes at the grant; want a quorum (adopted, not claimed)", handed)
 	}
 	written := 0
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		counter, err := cluster.Admin(t, i).Get(context.Background(), "redlock:{"+name+"}:fence").Uint64()
 		if err == nil && counter == lease.Token() {
 			written++

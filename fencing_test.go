@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 )
 
 // Tokens stay strictly increasing in grant order while a node restarts
 // empty (its counter starts again from zero) halfway through.
 func TestFencing_tokensIncreaseAcrossAnEmptyRestart(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	check := checker.New()
 	fencedGrantsAcrossARestart(t, cluster, 2, 3, 4, 300, check, nil)
 	requireGrants(t, check, 300)
@@ -27,7 +27,7 @@ func TestFencing_tokensIncreaseAcrossAnEmptyRestart(t *testing.T) {
 // lock and unlock "fenced" with fencing until grants were made, restarting
 // node restart empty at half of them; each grant goes to check and to
 // onGrant (when not nil).
-func fencedGrantsAcrossARestart(t *testing.T, cluster *redistest.Cluster, restart, clients, goroutines int, grants int64,
+func fencedGrantsAcrossARestart(t *testing.T, cluster *redlocktest.Nodes, restart, clients, goroutines int, grants int64,
 	check *checker.Checker, onGrant func(*redlock.Lease)) {
 	t.Helper()
 	ctx := testContext(t)
@@ -59,7 +59,7 @@ func fencedGrantsAcrossARestart(t *testing.T, cluster *redistest.Cluster, restar
 	}
 	wg.Go(func() {
 		<-restarted
-		if err := cluster.Nodes[restart].Restart(false); err != nil {
+		if err := cluster.Servers[restart].Restart(false); err != nil {
 			t.Errorf("restart: %v", err)
 		}
 	})
@@ -67,7 +67,7 @@ func fencedGrantsAcrossARestart(t *testing.T, cluster *redistest.Cluster, restar
 }
 
 func TestFencing_tokenIsZeroWithoutFencing(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	lease := mustLock(t, testContext(t), newClient(t, cluster).Mutex("plain"))
 	defer mustUnlock(t, lease)
 	if lease.Token() != 0 {
@@ -122,7 +122,7 @@ func ExampleWithFencing() {
 // token is written back: without it, a later quorum that meets the first
 // one only at a node with a low counter would hand out a lower token.
 func TestFencing_writeBackCarriesTheOrderToLaterQuorums(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	ctx := testContext(t)
 	for i, value := range []int{10, 5, 5, 0, 0} {
 		if err := cluster.Admin(t, i).Set(ctx, "redlock:{ledger}:fence", value, 0).Err(); err != nil {
@@ -133,19 +133,19 @@ func TestFencing_writeBackCarriesTheOrderToLaterQuorums(t *testing.T) {
 	// (the TTL) before the second Lock can count them.
 	c := newClient(t, cluster, redlock.WithFencing(), redlock.WithNodeTimeout(200*time.Millisecond), redlock.WithTTL(time.Second))
 	for _, i := range []int{3, 4} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	first := mustLock(t, ctx, c.Mutex("ledger")) // quorum {0, 1, 2}: token 11
 	mustUnlock(t, first)
 	for _, i := range []int{3, 4} {
-		if err := cluster.Nodes[i].Restart(false); err != nil {
+		if err := cluster.Servers[i].Restart(false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}

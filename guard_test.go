@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,7 +33,7 @@ func TestGuard_majorityRestartedEmptyWhileHeld(t *testing.T) {
 func TestGuard_majorityFlushAll(t *testing.T) {
 	const ttl = time.Second
 	for _, guard := range []bool{true, false} {
-		cluster := redistest.Start(t, 3)
+		cluster := redlocktest.Start(t, 3)
 		ctx := testContext(t)
 		var mu sync.Mutex
 		events := map[int]int{}
@@ -116,12 +116,12 @@ func TestGuard_majorityFlushAll(t *testing.T) {
 // Nodes restarted with their data (AOF, appendfsync always) keep their
 // marker: a new Client locks at once, with the guard on.
 func TestGuard_restartWithDataVotesAtOnce(t *testing.T) {
-	cluster := redistest.Start(t, 3, "--appendonly", "yes", "--appendfsync", "always")
+	cluster := redlocktest.Start(t, 3, "--appendonly", "yes", "--appendfsync", "always")
 	ctx := testContext(t)
 	first := newClient(t, cluster, redlock.WithTTL(time.Minute))
 	mustUnlock(t, mustLock(t, ctx, first.Mutex("kept")))
-	for i := range cluster.Nodes {
-		if err := cluster.Nodes[i].Restart(true); err != nil {
+	for i := range cluster.Servers {
+		if err := cluster.Servers[i].Restart(true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -146,10 +146,10 @@ func TestGuard_restartWithDataVotesAtOnce(t *testing.T) {
 // (node.Declare, as `redlock init` does); "0" alone no longer declares it,
 // since a snapshot restart would bring it back.
 func TestGuard_newNodeWaitsUnlessMarked(t *testing.T) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	ctx := testContext(t)
 	admin := cluster.Admin(t, 0)
-	if err := admin.Del(ctx, "redlock:node").Err(); err != nil { // as if redistest had not marked it
+	if err := admin.Del(ctx, "redlock:node").Err(); err != nil { // as if redlocktest had not marked it
 		t.Fatal(err)
 	}
 	c := newClient(t, cluster, redlock.WithTTL(time.Minute))
@@ -183,7 +183,7 @@ func TestGuard_newNodeWaitsUnlessMarked(t *testing.T) {
 }
 
 func TestGuard_badValues(t *testing.T) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	for _, d := range []time.Duration{-time.Nanosecond, redlock.MaxRestartGuard + 1} {
 		if _, err := redlock.New(cluster.Clients(t), redlock.WithRestartGuard(d)); !errors.Is(err, redlock.ErrConfig) {
 			t.Errorf("WithRestartGuard(%v) = %v; want ErrConfig", d, err)
@@ -196,11 +196,11 @@ func TestGuard_badValues(t *testing.T) {
 // fast clocks, the observer hears of each node once, and nothing is left
 // locked. With the check off the same nodes grant.
 func TestClockCheck_fastMajority(t *testing.T) {
-	libfaketime := redistest.RequireFaketime(t)
-	cluster := redistest.Start(t, 3)
+	libfaketime := redlocktest.RequireFaketime(t)
+	cluster := redlocktest.Start(t, 3)
 	for _, i := range []int{1, 2} {
-		cluster.Nodes[i].SetEnv(redistest.FastClock(libfaketime, 10))
-		if err := cluster.Nodes[i].Restart(false); err != nil {
+		cluster.Servers[i].SetEnv(redlocktest.FastClock(libfaketime, 10))
+		if err := cluster.Servers[i].Restart(false); err != nil {
 			t.Fatal(err)
 		}
 		if err := node.Declare(context.Background(), cluster.Admin(t, i), "redlock:"); err != nil {

@@ -6,13 +6,13 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 	"github.com/redis/go-redis/v9"
 )
 
 // newClient returns a Client over the cluster's nodes, closed at cleanup.
-func newClient(t *testing.T, cluster *redistest.Cluster, opts ...redlock.Option) *redlock.Client {
+func newClient(t *testing.T, cluster *redlocktest.Nodes, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
 	c, err := redlock.New(cluster.Clients(t), opts...)
 	if err != nil {
@@ -117,7 +117,7 @@ func waitFor(t *testing.T, within time.Duration, what string, cond func() bool) 
 	}
 }
 
-func newBenchClient(b *testing.B, cluster *redistest.Cluster, opts ...redlock.Option) (*redlock.Client, error) {
+func newBenchClient(b *testing.B, cluster *redlocktest.Nodes, opts ...redlock.Option) (*redlock.Client, error) {
 	c, err := redlock.New(cluster.Clients(b), opts...)
 	if err != nil {
 		return nil, err

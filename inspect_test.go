@@ -9,15 +9,15 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // Inspect reports the holder (as a fingerprint), its holds, how long a
 // quorum still holds it, the queue and the fence, node by node; with a majority of nodes
 // down it says so (ErrNoQuorum, each *NodeError) instead of guessing.
 func TestInspect_holderQueueFenceAndDownNodes(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl = 10 * time.Second
 	a := newClient(t, cluster, redlock.WithFencing(), redlock.WithTTL(ttl))
@@ -65,7 +65,7 @@ func TestInspect_holderQueueFenceAndDownNodes(t *testing.T) {
 	}
 
 	for _, i := range []int{1, 2} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -87,7 +87,7 @@ func TestInspect_holderQueueFenceAndDownNodes(t *testing.T) {
 // renewal (saying why), and its Unlock does not touch the new holder's
 // lock. A lease without the watchdog finds out at Extend.
 func TestForceUnlock_waiterGetsItOldHolderLosesItsLease(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl = 3 * time.Second // the watchdog renews every second
 	holder := newClient(t, cluster, redlock.WithFencing(), redlock.WithTTL(ttl))
@@ -158,10 +158,10 @@ func TestForceUnlock_waiterGetsItOldHolderLosesItsLease(t *testing.T) {
 
 // With a majority of nodes down, ForceUnlock says it could not do it.
 func TestForceUnlock_majorityDownIsNoQuorum(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	admin := newClient(t, cluster, redlock.WithNodeTimeout(200*time.Millisecond))
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // keyspaceTTL is the TTL of every lease in TestKeyspace_…: every key the
@@ -25,7 +25,7 @@ var keyspaceLeft = []string{"redlock:node", "redlock:{fenced}:fence", "redlock:{
 // Every kind of operation, then every lease released: one TTL later each
 // node holds only its marker and the fencing counters.
 func TestKeyspace_nothingLeftOneTTLAfterTheLastRelease(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	a := newClient(t, cluster, redlock.WithTTL(keyspaceTTL))
 	b := newClient(t, cluster, redlock.WithTTL(keyspaceTTL))
@@ -48,7 +48,7 @@ func TestKeyspace_nothingLeftOneTTLAfterTheLastRelease(t *testing.T) {
 	// A fencing counter is raised only where the hold was when its
 	// write-back came (a quorum at least): a node whose acquire straggled
 	// may have none. The marker is on every node.
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		keys := cluster.Keys(t, i)
 		extra := slices.DeleteFunc(slices.Clone(keys), func(k string) bool { return slices.Contains(keyspaceLeft, k) })
 		if len(extra) > 0 || !slices.Contains(keys, "redlock:node") {

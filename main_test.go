@@ -7,8 +7,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/redisproc"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 	redis.SetLogger(quietRedis{})
 	// Examples need real nodes and cannot skip themselves: without
 	// redis-server they are skipped here, loudly, unless Redis is required.
-	if _, err := redisproc.LookPath(""); err != nil && os.Getenv(redistest.RequireRedisEnv) != "1" {
+	if _, err := redisproc.LookPath(""); err != nil && os.Getenv(redlocktest.RequireRedisEnv) != "1" {
 		flag.Parse()
 		skip := "^Example"
 		if current := flag.Lookup("test.skip").Value.String(); current != "" {

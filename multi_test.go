@@ -9,12 +9,12 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
 func TestMulti_onePartHeldElsewhere(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	a, b := newClient(t, cluster), newClient(t, cluster)
 	blocker := mustLock(t, ctx, b.Mutex("m2"))
@@ -35,7 +35,7 @@ func TestMulti_onePartHeldElsewhere(t *testing.T) {
 
 // Two node sets, as two datacenters: one Multi lease over both.
 func TestMulti_acrossTwoClients(t *testing.T) {
-	east, west := redistest.Start(t, 3), redistest.Start(t, 3)
+	east, west := redlocktest.Start(t, 3), redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	eastClient, westClient := newClient(t, east), newClient(t, west)
 	mm := redlock.Multi(eastClient.Mutex("transfer"), westClient.Mutex("transfer"))
@@ -64,12 +64,12 @@ func TestMulti_acrossTwoClients(t *testing.T) {
 }
 
 func TestMulti_lostPartLosesTheWhole(t *testing.T) {
-	east, west := redistest.Start(t, 3), redistest.Start(t, 3)
+	east, west := redlocktest.Start(t, 3), redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	opts := []redlock.Option{redlock.WithTTL(300 * time.Millisecond), redlock.WithNodeTimeout(50 * time.Millisecond)}
 	lease := mustLock(t, ctx, redlock.Multi(newClient(t, east, opts...).Mutex("x"), newClient(t, west, opts...).Mutex("x")))
 	for _, i := range []int{0, 1} {
-		if err := west.Nodes[i].Kill(); err != nil {
+		if err := west.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,7 +85,7 @@ func TestMulti_lostPartLosesTheWhole(t *testing.T) {
 }
 
 func TestMulti_badInput(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c := newClient(t, cluster)
 	ctx := testContext(t)
 	for name, mm := range map[string]*redlock.MultiMutex{
@@ -100,11 +100,11 @@ func TestMulti_badInput(t *testing.T) {
 }
 
 func TestQuorum_everyNodeRequired(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	ctx := testContext(t)
 	c := newClient(t, cluster, redlock.WithQuorum(5))
 	mustUnlock(t, mustLock(t, ctx, c.Mutex("all")))
-	if err := cluster.Nodes[3].Kill(); err != nil {
+	if err := cluster.Servers[3].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Mutex("all").TryLock(ctx); !errors.Is(err, redlock.ErrNoQuorum) {
@@ -117,7 +117,7 @@ func TestQuorum_everyNodeRequired(t *testing.T) {
 // The first part's validity runs out while Lock waits for the second: Lock
 // must not return that lease, but take the parts again.
 func TestMulti_lockOutlivingAPartTakesItAgain(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	opts := []redlock.Option{redlock.WithWatchdog(false), redlock.WithTTL(300 * time.Millisecond)}
 	c := newClient(t, cluster, opts...)
@@ -181,7 +181,7 @@ func (s slowNode) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // The first part's validity runs out while TryLock takes the second (on
 // slow nodes): TryLock gives everything back and says which part ran out.
 func TestMulti_tryLockOutlivingAPartFails(t *testing.T) {
-	fast, slow := redistest.Start(t, 3), redistest.Start(t, 3)
+	fast, slow := redlocktest.Start(t, 3), redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	a := newClient(t, fast, redlock.WithWatchdog(false), redlock.WithTTL(50*time.Millisecond))
 	slowClients := slow.Clients(t)

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 )
 
 func TestMutex_Lock_mutualExclusion(t *testing.T) {
 	for _, nodes := range []int{3, 5} {
 		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
-			cluster := redistest.Start(t, nodes)
+			cluster := redlocktest.Start(t, nodes)
 			ctx := testContext(t)
 			check := checker.New()
 			const clients, goroutines, rounds = 2, 8, 15
@@ -59,7 +59,7 @@ func TestMutex_Lock_mutualExclusion(t *testing.T) {
 }
 
 func TestMutex_TryLock_heldByAnotherOwner(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	a, b := newClient(t, cluster), newClient(t, cluster)
 	lease := mustLock(t, ctx, a.Mutex("job"))
@@ -81,7 +81,7 @@ func TestMutex_TryLock_heldByAnotherOwner(t *testing.T) {
 }
 
 func TestMutex_Lock_reentrant_viaLeaseContext(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster)
 	m := c.Mutex("nested")
@@ -111,7 +111,7 @@ func TestMutex_Lock_reentrant_viaLeaseContext(t *testing.T) {
 }
 
 func TestMutex_Lock_reentrant_withOwnerAcrossClients(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	ctx := redlock.WithOwner(testContext(t), "request-42")
 	a, b := newClient(t, cluster), newClient(t, cluster)
 	first := mustLock(t, ctx, a.Mutex("order"))
@@ -131,7 +131,7 @@ func TestMutex_Lock_reentrant_withOwnerAcrossClients(t *testing.T) {
 }
 
 func TestLease_Unlock_twice(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	lease := mustLock(t, testContext(t), newClient(t, cluster).Mutex("twice"))
 	mustUnlock(t, lease)
 	if err := lease.Unlock(context.Background()); !errors.Is(err, redlock.ErrReleased) {
@@ -148,7 +148,7 @@ func TestLease_Unlock_twice(t *testing.T) {
 }
 
 func TestLease_Unlock_expiredWhileAnotherHolds(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	short := []redlock.Option{redlock.WithTTL(150 * time.Millisecond), redlock.WithWatchdog(false)}
 	a, b := newClient(t, cluster, short...), newClient(t, cluster)
@@ -172,7 +172,7 @@ func TestLease_Unlock_expiredWhileAnotherHolds(t *testing.T) {
 }
 
 func TestLease_Extend_withoutWatchdog(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster, redlock.WithTTL(300*time.Millisecond), redlock.WithWatchdog(false))
 	lease := mustLock(t, ctx, c.Mutex("extended"))
@@ -196,7 +196,7 @@ func TestLease_Extend_withoutWatchdog(t *testing.T) {
 }
 
 func TestMutex_Lock_ctxCancelledWhileWaiting(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c := newClient(t, cluster)
 	holder := mustLock(t, testContext(t), c.Mutex("busy"))
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -211,7 +211,7 @@ func TestMutex_Lock_ctxCancelledWhileWaiting(t *testing.T) {
 // A ctx cancelled while the acquire scripts are in flight must leave
 // nothing locked, whatever the nodes did with the scripts.
 func TestMutex_Lock_ctxCancelledMidAttempt_leavesNothingLocked(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	c := newClient(t, cluster)
 	granted := 0
 	for i := range 60 {

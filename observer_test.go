@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // counts are what the observer saw.
@@ -49,7 +49,7 @@ func (e *events) snapshot() counts {
 }
 
 func TestObserver_andLogger(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	var seen events
 	var logs bytes.Buffer
@@ -63,7 +63,7 @@ func TestObserver_andLogger(t *testing.T) {
 	mustUnlock(t, lease)
 	lost := mustLock(t, ctx, c.Mutex("observed"))
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -127,7 +127,7 @@ func (l *callLog) observer() redlock.Observer {
 }
 
 func TestObserver_callsAreReportedWithTheCallersContext(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := context.WithValue(testContext(t), ctxKey{}, "caller")
 	var log callLog
 	c := newClient(t, cluster, redlock.WithObserver(log.observer()))
@@ -162,7 +162,7 @@ func TestObserver_callsAreReportedWithTheCallersContext(t *testing.T) {
 }
 
 func TestObserver_refusedAndCancelledAcquiresAreReported(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	var log callLog
 	c := newClient(t, cluster, redlock.WithObserver(log.observer()))

@@ -6,14 +6,14 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
 	"github.com/redis/go-redis/v9"
 )
 
 // distantClient is a Client whose link to node i has a round trip of
 // rtts[i], half of it each way (the notices too).
-func distantClient(t *testing.T, cluster *redistest.Cluster, rtts []time.Duration, opts ...redlock.Option) *redlock.Client {
+func distantClient(t *testing.T, cluster *redlocktest.Nodes, rtts []time.Duration, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
 	nodes := make([]redis.UniversalClient, len(rtts))
 	for i, addr := range cluster.Addrs() {
@@ -69,7 +69,7 @@ func handOver(t *testing.T, holder *redlock.Lease, waiter *redlock.Mutex, hold t
 // scripts and subscribes channels, is not counted.
 func pingPong(t *testing.T, rtts []time.Duration, rounds int, hold time.Duration, opts ...redlock.Option) (direct, handed []time.Duration) {
 	t.Helper()
-	cluster := redistest.Start(t, len(rtts))
+	cluster := redlocktest.Start(t, len(rtts))
 	// A short TTL: a hold left on a minority by a call whose fate was
 	// unknown (a loaded machine) lapses before the next round needs every
 	// node free.

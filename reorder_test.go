@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +24,7 @@ import (
 // and W, and the token went from A's 6 to B's 2. Now the write-backs to X
 // and V are refused (B holds them): A's Lock waits for N's.
 func TestFencing_delayedVoteAfterThePreviousLeaseEnded_tokenStillIncreases(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	ctx := testContext(t)
 	const name = "ledger"
 	for _, i := range []int{3, 4} {
@@ -138,7 +138,7 @@ func (d dropFenceWriteBack) hold(ctx context.Context, cmd redis.Cmder) error {
 }
 
 // holderOn is the owner field of the lock name on node i ("" when free).
-func holderOn(t *testing.T, cluster *redistest.Cluster, i int, name string) string {
+func holderOn(t *testing.T, cluster *redlocktest.Nodes, i int, name string) string {
 	t.Helper()
 	owner, err := cluster.Admin(t, i).HGet(context.Background(), "redlock:{"+name+"}", "owner").Result()
 	if err != nil && err != redis.Nil {
@@ -153,12 +153,12 @@ func holderOn(t *testing.T, cluster *redistest.Cluster, i int, name string) stri
 // the TTL, and node 2 is down. Another client's quorum {0, 1, 3, 4} has
 // never seen a token: with counters alone it handed out token 1.
 func TestFencing_minorityRestartedEmptyAfterTheTTL_tokenStillIncreases(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	ctx := testContext(t)
 	const ttl = 300 * time.Millisecond
 	opts := []redlock.Option{redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(200 * time.Millisecond)}
 	for _, i := range []int{3, 4} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -174,11 +174,11 @@ func TestFencing_minorityRestartedEmptyAfterTheTTL_tokenStillIncreases(t *testin
 	}
 	time.Sleep(ttl + 50*time.Millisecond)
 	for _, i := range []int{3, 4, 0, 1} {
-		if err := cluster.Nodes[i].Restart(false); err != nil {
+		if err := cluster.Servers[i].Restart(false); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := cluster.Nodes[2].Kill(); err != nil {
+	if err := cluster.Servers[2].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	second := newClient(t, cluster, opts...)
@@ -196,7 +196,7 @@ func TestFencing_minorityRestartedEmptyAfterTheTTL_tokenStillIncreases(t *testin
 func TestUnlock_lateGrantOnAPausedNode_releasedOnceItAnswers(t *testing.T) {
 	for _, kind := range []string{"Dial", "New"} {
 		t.Run(kind, func(t *testing.T) {
-			cluster := redistest.Start(t, 3)
+			cluster := redlocktest.Start(t, 3)
 			ctx := testContext(t)
 			opts := []redlock.Option{redlock.WithNodeTimeout(300 * time.Millisecond)}
 			var c *redlock.Client
@@ -213,7 +213,7 @@ func TestUnlock_lateGrantOnAPausedNode_releasedOnceItAnswers(t *testing.T) {
 			// A connection to every node is open: the acquire goes out on
 			// it at once, and the paused node's kernel takes it in.
 			mustUnlock(t, mustLock(t, ctx, c.Mutex("late")))
-			paused := cluster.Nodes[2]
+			paused := cluster.Servers[2]
 			if err := paused.Pause(); err != nil {
 				t.Fatal(err)
 			}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redisproc"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -45,21 +45,21 @@ func neverGrantedBefore(t *testing.T, ctx context.Context, b *redlock.Mutex, end
 // marker, replicated long ago, but not A's lease: they must not vote
 // until A's lease has ended.
 func TestGuard_failoverToReplicasThatMissedAGrant(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	ttl := 3 * time.Second
 	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithRestartGuard(ttl), redlock.WithWatchdog(false)}
 	warm := newClient(t, cluster, opts...)
 	mustUnlock(t, mustLock(t, ctx, warm.Mutex("warm"))) // the markers, stamped, reach the replicas
-	replica0, link0, _ := redistest.StartReplica(t, cluster.Admin(t, 0))
-	replica1, link1, _ := redistest.StartReplica(t, cluster.Admin(t, 1))
+	replica0, link0, _ := redlocktest.StartReplica(t, cluster.Admin(t, 0))
+	replica1, link1, _ := redlocktest.StartReplica(t, cluster.Admin(t, 1))
 	replicas := []*redisproc.Server{replica0, replica1}
 	time.Sleep(ttl + 500*time.Millisecond) // the replicas are up longer than the guard
 	link0.Cut()
 	link1.Cut()
 	a := mustLock(t, ctx, newClient(t, cluster, opts...).Mutex("failover"))
 	for i, r := range replicas {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 		admin := redis.NewClient(&redis.Options{Addr: r.Addr()})
@@ -69,7 +69,7 @@ func TestGuard_failoverToReplicasThatMissedAGrant(t *testing.T) {
 		_ = admin.Close()
 	}
 	clients := []redis.UniversalClient{}
-	for _, addr := range []string{replicas[0].Addr(), replicas[1].Addr(), cluster.Nodes[2].Addr()} {
+	for _, addr := range []string{replicas[0].Addr(), replicas[1].Addr(), cluster.Servers[2].Addr()} {
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { _ = c.Close() })
 		clients = append(clients, c)
@@ -87,10 +87,10 @@ func TestGuard_failoverToReplicasThatMissedAGrant(t *testing.T) {
 // aclUser creates, on every node, a user allowed everything but INFO and
 // LASTSAVE (and, with +@all -@dangerous, as some services give) and
 // returns a client per node logged in as it.
-func aclUser(t *testing.T, cluster *redistest.Cluster, nodes ...int) []redis.UniversalClient {
+func aclUser(t *testing.T, cluster *redlocktest.Nodes, nodes ...int) []redis.UniversalClient {
 	t.Helper()
 	var clients []redis.UniversalClient
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		err := cluster.Admin(t, i).Do(context.Background(), "ACL", "SETUSER", "locker", "on", ">pw", "~*", "&*",
 			"+@all", "-@dangerous").Err()
 		if err != nil {
@@ -108,7 +108,7 @@ func aclUser(t *testing.T, cluster *redistest.Cluster, nodes ...int) []redis.Uni
 // cannot see the restart, so the nodes refuse at once, naming the remedy;
 // accepting RiskNoInfo brings back the old trust (and its second owner).
 func TestGuard_userWithoutInfoIsRefusedAtOnce(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithWatchdog(false)}
 	blind := append(opts, redlock.WithAcceptedRisks(redlock.RiskNoInfo))
@@ -116,7 +116,7 @@ func TestGuard_userWithoutInfoIsRefusedAtOnce(t *testing.T) {
 	if _, err := b.Mutex("acl").TryLock(ctx); !errors.Is(err, redlock.ErrQuarantined) || !strings.Contains(err.Error(), "+info") {
 		t.Fatalf("TryLock without INFO = %v; want refused, naming the remedy", err)
 	}
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if err := cluster.Admin(t, i).Save(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -124,7 +124,7 @@ func TestGuard_userWithoutInfoIsRefusedAtOnce(t *testing.T) {
 	a := mustLock(t, ctx, newClientOf(t, aclUser(t, cluster), blind...).Mutex("acl"))
 	// Lock returned on a quorum; a grant still on its way would be sent
 	// again (go-redis retries) to a node restarted meanwhile.
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 			if owner, _ := cluster.Admin(t, i).HGet(ctx, "redlock:{acl}", "owner").Result(); owner == a.Owner() {
 				break
@@ -134,7 +134,7 @@ func TestGuard_userWithoutInfoIsRefusedAtOnce(t *testing.T) {
 		}
 	}
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Restart(true); err != nil { // loads the snapshot
+		if err := cluster.Servers[i].Restart(true); err != nil { // loads the snapshot
 			t.Fatal(err)
 		}
 	}
@@ -165,7 +165,7 @@ func newClientOf(t *testing.T, clients []redis.UniversalClient, opts ...redlock.
 // once, naming the policy; a policy switched on at run time is seen
 // within a second.
 func TestGuard_evictingPolicyIsRefused(t *testing.T) {
-	cluster := redistest.Start(t, 3, "--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru")
+	cluster := redlocktest.Start(t, 3, "--maxmemory", "64mb", "--maxmemory-policy", "volatile-lru")
 	ctx := testContext(t)
 	start := time.Now()
 	_, err := newClient(t, cluster).Mutex("evict").Lock(ctx)
@@ -175,7 +175,7 @@ func TestGuard_evictingPolicyIsRefused(t *testing.T) {
 	accepted := newClient(t, cluster, redlock.WithAcceptedRisks(redlock.RiskEviction))
 	mustUnlock(t, mustLock(t, ctx, accepted.Mutex("evict")))
 
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if err := cluster.Admin(t, i).ConfigSet(ctx, "maxmemory-policy", "noeviction").Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -203,10 +203,10 @@ func TestGuard_mixedTTLsWaitForTheLongest(t *testing.T) {
 	for _, tc := range []struct {
 		explicit, snapshotFirst bool
 	}{{false, false}, {true, false}, {false, true}} {
-		cluster := redistest.Start(t, 3)
+		cluster := redlocktest.Start(t, 3)
 		ctx := testContext(t)
 		save := func() {
-			for i := range cluster.Nodes {
+			for i := range cluster.Servers {
 				if err := cluster.Admin(t, i).Save(ctx).Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -222,7 +222,7 @@ func TestGuard_mixedTTLsWaitForTheLongest(t *testing.T) {
 		}
 		a := mustLock(t, ctx, long.Mutex("mixed"))
 		for _, i := range []int{0, 1} {
-			if err := cluster.Nodes[i].Restart(true); err != nil {
+			if err := cluster.Servers[i].Restart(true); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -242,7 +242,7 @@ func TestGuard_mixedTTLsWaitForTheLongest(t *testing.T) {
 // A guard shorter than the TTL would let a node that forgot a lease vote
 // before it ends: refused.
 func TestGuard_shorterThanTheTTLIsAConfigError(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	_, err := redlock.New(cluster.Clients(t), redlock.WithTTL(10*time.Second), redlock.WithRestartGuard(2*time.Second))
 	if !errors.Is(err, redlock.ErrConfig) || !strings.Contains(err.Error(), "shorter than the TTL") {
 		t.Fatalf("New with a guard shorter than the TTL = %v; want ErrConfig saying why", err)
@@ -257,12 +257,12 @@ func TestGuard_shorterThanTheTTLIsAConfigError(t *testing.T) {
 // shows the set is live, so the quarantine says to wait, not to run
 // `redlock init` (which would let the restarted nodes grant A's lock).
 func TestGuard_liveSetQuarantineDoesNotSuggestInit(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	opts := []redlock.Option{redlock.WithTTL(5 * time.Second), redlock.WithWatchdog(false)}
 	mustLock(t, ctx, newClient(t, cluster, opts...).Mutex("live"))
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Restart(false); err != nil {
+		if err := cluster.Servers[i].Restart(false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -10,15 +10,15 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
 // undeclare removes the marker the harness set on each node: the nodes are
 // as nobody prepared them.
-func undeclare(t *testing.T, cluster *redistest.Cluster) {
+func undeclare(t *testing.T, cluster *redlocktest.Nodes) {
 	t.Helper()
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if err := cluster.Admin(t, i).Del(context.Background(), "redlock:node").Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -29,16 +29,16 @@ func undeclare(t *testing.T, cluster *redistest.Cluster) {
 // default persistence): the marker is back, the lease is not. No second
 // owner gets the lock while the first lease is valid.
 func TestGuard_snapshotMajorityGrantsNoSecondOwner(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if err := cluster.Admin(t, i).Save(ctx).Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	a := mustLock(t, ctx, newClient(t, cluster, redlock.WithTTL(3*time.Second), redlock.WithWatchdog(false)).Mutex("snap"))
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Restart(true); err != nil { // loads the snapshot
+		if err := cluster.Servers[i].Restart(true); err != nil { // loads the snapshot
 			t.Fatal(err)
 		}
 	}
@@ -58,7 +58,7 @@ func TestGuard_snapshotMajorityGrantsNoSecondOwner(t *testing.T) {
 // Nodes nobody declared, up longer than the guard: the first Lock of a
 // new Client is granted at once.
 func TestGuard_nodesUpLongerThanTheGuardVoteAtOnce(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	undeclare(t, cluster)
 	time.Sleep(2500 * time.Millisecond) // the guard (the TTL, 1 s), rounded up to the node's second
 	ctx := testContext(t)
@@ -73,11 +73,11 @@ func TestGuard_nodesUpLongerThanTheGuardVoteAtOnce(t *testing.T) {
 // A majority restarted empty: the quarantine counts from the restart, not
 // from the first call after it.
 func TestGuard_emptyRestartEndsAtRestartPlusGuard(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	const guard = 3 * time.Second
 	restarting := time.Now() // the processes start after this
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Restart(false); err != nil {
+		if err := cluster.Servers[i].Restart(false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -98,7 +98,7 @@ func TestGuard_emptyRestartEndsAtRestartPlusGuard(t *testing.T) {
 // FLUSHALL on a majority of long-running nodes while a lease is held: no
 // second owner until the guard has passed since the flush.
 func TestGuard_flushedMajorityGrantsNoSecondOwner(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl = 2 * time.Second
 	a := mustLock(t, ctx, newClient(t, cluster, redlock.WithTTL(ttl), redlock.WithWatchdog(false)).Mutex("flush"))
@@ -145,11 +145,11 @@ func evalCalls(t *testing.T, admin *redis.Client) int {
 // once; one whose nodes vote again before it sleeps until then instead of
 // calling them.
 func TestGuard_lockWaitsOutQuarantinesWithoutCalls(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	// Taken before node 0 starts again: its quarantine ends at least TTL later.
 	restarted := time.Now()
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Restart(false); err != nil {
+		if err := cluster.Servers[i].Restart(false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -8,18 +8,18 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // Unreachable nodes are not "another owner": Unlock and Extend report
 // ErrNoQuorum, not ErrNotHeld.
 func TestLease_unreachableMajority_isNoQuorumNotNotHeld(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster, redlock.WithWatchdog(false), redlock.WithNodeTimeout(100*time.Millisecond))
 	lease := mustLock(t, ctx, c.Mutex("cut-off"))
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -34,7 +34,7 @@ func TestLease_unreachableMajority_isNoQuorumNotNotHeld(t *testing.T) {
 // Two goroutines of one owner waiting for a lock another Client holds
 // both get it (re-entering) as soon as it is released.
 func TestLock_sameOwnerWaitersBothWakeOnRelease(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	holder, waiters := newClient(t, cluster), newClient(t, cluster)
 	held := mustLock(t, ctx, holder.Mutex("shared-owner"))
@@ -66,7 +66,7 @@ func TestLock_sameOwnerWaitersBothWakeOnRelease(t *testing.T) {
 }
 
 func TestLock_ctxCancelledWithCause_matchesCanceled(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c := newClient(t, cluster)
 	held := mustLock(t, testContext(t), c.Mutex("cause"))
 	defer mustUnlock(t, held)

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -27,7 +27,7 @@ func recordRW(c *checker.Checker, name string, lease *redlock.Lease, acquired ti
 // checker, and a gauge under the lock), readers do overlap, writers'
 // tokens increase.
 func TestRWMutex_readersTogetherWriterAlone(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	check := checker.New()
 	const clients, readers, rounds = 3, 3, 6
@@ -104,7 +104,7 @@ func TestRWMutex_readersTogetherWriterAlone(t *testing.T) {
 // waits, new readers are refused, and the last reader's release hands it
 // the lock. (Without the refusal, the relay would hold it forever.)
 func TestRWMutex_writerNotStarvedByReaders(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	readers, writer := newClient(t, cluster).RWMutex("doc"), newClient(t, cluster).RWMutex("doc")
 	first := mustRLock(t, ctx, readers)
@@ -154,7 +154,7 @@ func TestRWMutex_writerNotStarvedByReaders(t *testing.T) {
 // A reader that asks for the write lock gets an error at once, not a
 // deadlock; the write hold's owner may read inside it.
 func TestRWMutex_upgradeRefusedReadInsideWrite(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	rw, other := newClient(t, cluster).RWMutex("cfg"), newClient(t, cluster).RWMutex("cfg")
 
@@ -209,7 +209,7 @@ func TestRWMutex_upgradeRefusedReadInsideWrite(t *testing.T) {
 // A reader re-entering its read hold is not refused for a waiting writer
 // (which waits for that very hold); a new reader is.
 func TestRWMutex_nestedReadWhileWriterWaits(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	rw, writer := newClient(t, cluster).RWMutex("tree"), newClient(t, cluster).RWMutex("tree")
 	outer := mustRLock(t, ctx, rw)
@@ -249,7 +249,7 @@ func TestRWMutex_nestedReadWhileWriterWaits(t *testing.T) {
 // A writer's release that frees the lock tells the waiting readers on
 // their channel (once per node that freed it); a reader's does not.
 func TestRWMutex_writerReleaseTellsReaders(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	rw := newClient(t, cluster).RWMutex("news")
 	subs := make([]*redis.PubSub, 3)
@@ -287,7 +287,7 @@ func TestRWMutex_writerReleaseTellsReaders(t *testing.T) {
 // whose process crashed (its hold never released, not renewed) keeps a
 // writer out until the TTL, no longer.
 func TestRWMutex_readerWaitsForWriterCrashedReaderExpires(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl = time.Second
 	rw := newClient(t, cluster).RWMutex("cache")
@@ -323,7 +323,7 @@ func TestRWMutex_readerWaitsForWriterCrashedReaderExpires(t *testing.T) {
 }
 
 func TestRWMutex_badInput(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster)
 	empty := c.RWMutex("")
@@ -374,7 +374,7 @@ func mustRLock(t *testing.T, ctx context.Context, rw *redlock.RWMutex) *redlock.
 // and the ctx's error, and leaves no read hold behind; neither does a
 // TryRLock refused by a writer.
 func TestRWMutex_cancelledReaderLeavesNothing(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	rw, reader := newClient(t, cluster).RWMutex("gone"), newClient(t, cluster).RWMutex("gone")
 	write := mustLock(t, ctx, rw)
@@ -411,13 +411,13 @@ func TestRWMutex_cancelledReaderLeavesNothing(t *testing.T) {
 // without waiting for it (no Pub/Sub subscription in the way of a reader
 // that gets the lock at once).
 func TestRWMutex_onePausedNode_noStall(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	rw := newClient(t, cluster, redlock.WithNodeTimeout(2*time.Second)).RWMutex("paused")
 	ctx := testContext(t)
-	if err := cluster.Nodes[1].Pause(); err != nil {
+	if err := cluster.Servers[1].Pause(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cluster.Nodes[1].Resume() })
+	t.Cleanup(func() { _ = cluster.Servers[1].Resume() })
 	for range 3 {
 		for what, take := range map[string]func(context.Context) (*redlock.Lease, error){"RLock": rw.RLock, "Lock": rw.Lock} {
 			start := time.Now()
@@ -435,7 +435,7 @@ func TestRWMutex_onePausedNode_noStall(t *testing.T) {
 
 // Inspect tells a read-held lock from a write-held one.
 func TestRWMutex_inspect(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster)
 	rw := c.RWMutex("seen")

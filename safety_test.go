@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 )
 
 // restartMajorityWhileHeld runs two clients on one name: a holds the lock,
@@ -19,7 +19,7 @@ import (
 // verdict.
 func restartMajorityWhileHeld(t *testing.T, keepData bool, ttl time.Duration, extra ...redlock.Option) *checker.Checker {
 	t.Helper()
-	cluster := redistest.Start(t, 3, "--appendonly", "yes", "--appendfsync", "always")
+	cluster := redlocktest.Start(t, 3, "--appendonly", "yes", "--appendfsync", "always")
 	ctx := testContext(t)
 	check := checker.New()
 	opts := append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithWatchdog(false)}, extra...)
@@ -28,7 +28,7 @@ func restartMajorityWhileHeld(t *testing.T, keepData bool, ttl time.Duration, ex
 	held := mustLock(t, ctx, a.Mutex("record"))
 	heldSince := time.Now()
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Restart(keepData); err != nil {
+		if err := cluster.Servers[i].Restart(keepData); err != nil {
 			t.Fatal(err)
 		}
 	}

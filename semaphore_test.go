@@ -11,15 +11,15 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 )
 
 // Many Clients, each with several goroutines, on one semaphore of 3
 // permits: never more than 3 holders at once (the checker and a gauge
 // under the permits agree), and 3 at once do happen.
 func TestSemaphore_Acquire_neverMoreThanPermits(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	check := checker.New()
 	const permits, clients, goroutines, rounds = 3, 3, 3, 8
@@ -67,7 +67,7 @@ func TestSemaphore_Acquire_neverMoreThanPermits(t *testing.T) {
 }
 
 func TestSemaphore_TryAcquire_whenFullAndAfterUnlock(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	s := newClient(t, cluster).Semaphore("pool", 2)
 	first, err := s.TryAcquire(ctx)
@@ -103,7 +103,7 @@ func TestSemaphore_TryAcquire_whenFullAndAfterUnlock(t *testing.T) {
 // A waiter is woken by the release notice: the TTL is long, so a waiter
 // that only polled or waited for expiry would time out.
 func TestSemaphore_Acquire_wakesOnUnlock(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	s := newClient(t, cluster, redlock.WithTTL(20*time.Second)).Semaphore("one", 1)
 	held, err := s.Acquire(ctx)
@@ -139,7 +139,7 @@ func TestSemaphore_Acquire_wakesOnUnlock(t *testing.T) {
 // A holder that crashed (no Unlock, no renewal) gives its permit back at
 // its TTL.
 func TestSemaphore_crashedHolderPermitComesBackAtTTL(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl = 600 * time.Millisecond
 	crashed := newClient(t, cluster, redlock.WithTTL(ttl), redlock.WithWatchdog(false)).Semaphore("one", 1)
@@ -160,7 +160,7 @@ func TestSemaphore_crashedHolderPermitComesBackAtTTL(t *testing.T) {
 // A waiter whose ctx ends gives up with ErrNotAcquired and ctx's error,
 // and leaves nothing held: the permit is free for the next one at once.
 func TestSemaphore_Acquire_ctxEndsWhileWaiting_leavesNothingHeld(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster)
 	s := c.Semaphore("two", 2)
@@ -182,7 +182,7 @@ func TestSemaphore_Acquire_ctxEndsWhileWaiting_leavesNothingHeld(t *testing.T) {
 
 // Two counts for one name: the later one gets ErrConfig, and takes nothing.
 func TestSemaphore_mismatchedPermits(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	lease := mustAcquire(t, ctx, newClient(t, cluster).Semaphore("pool", 2))
 	defer mustUnlock(t, lease)
@@ -205,7 +205,7 @@ func TestSemaphore_mismatchedPermits(t *testing.T) {
 }
 
 func TestSemaphore_badInput(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c := newClient(t, cluster)
 	ctx := testContext(t)
 	for _, tt := range []struct {
@@ -259,9 +259,9 @@ func mustAcquire(t *testing.T, ctx context.Context, s *redlock.Semaphore) *redlo
 // rollingRestartEmpty restarts every node without its data, one after
 // another, each once the one before votes again (the restart guard, a TTL,
 // has passed), so that the locks themselves survive.
-func rollingRestartEmpty(t *testing.T, cluster *redistest.Cluster, guard time.Duration) {
+func rollingRestartEmpty(t *testing.T, cluster *redlocktest.Nodes, guard time.Duration) {
 	t.Helper()
-	for i, n := range cluster.Nodes {
+	for i, n := range cluster.Servers {
 		if err := n.Restart(false); err != nil {
 			t.Fatalf("restart node %d: %v", i, err)
 		}
@@ -273,7 +273,7 @@ func rollingRestartEmpty(t *testing.T, cluster *redistest.Cluster, guard time.Du
 // got the permits' slots back from their renewals), a Semaphore with
 // another count is still refused.
 func TestSemaphore_countSurvivesARollingRestart(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl = 600 * time.Millisecond
 	s := newClient(t, cluster, redlock.WithTTL(ttl)).Semaphore("pool", 2)
@@ -292,7 +292,7 @@ func TestSemaphore_countSurvivesARollingRestart(t *testing.T) {
 // An ended ctx: ErrNotAcquired and ctx's error, even on a value's first
 // call (the count not checked yet).
 func TestSemaphore_ctxEndedBeforeTheCall(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx, cancel := context.WithCancel(testContext(t))
 	cancel()
 	s := newClient(t, cluster).Semaphore("pool", 2)
@@ -308,17 +308,17 @@ func TestSemaphore_ctxEndedBeforeTheCall(t *testing.T) {
 
 // Acquire waits through a moment without a quorum, as Lock does.
 func TestSemaphore_Acquire_waitsOutAMissingQuorum(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	s := newClient(t, cluster, redlock.WithNodeTimeout(100*time.Millisecond)).Semaphore("pool", 2)
 	for _, i := range []int{1, 2} {
-		if err := cluster.Nodes[i].Pause(); err != nil {
+		if err := cluster.Servers[i].Pause(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	resumed := time.AfterFunc(500*time.Millisecond, func() {
 		for _, i := range []int{1, 2} {
-			_ = cluster.Nodes[i].Resume()
+			_ = cluster.Servers[i].Resume()
 		}
 	})
 	defer resumed.Stop()
@@ -332,7 +332,7 @@ func TestSemaphore_Acquire_waitsOutAMissingQuorum(t *testing.T) {
 // WithFair and WithFencing as the Client's defaults leave its semaphores
 // usable; a key of another type on one slot leaves the other slots usable.
 func TestSemaphore_clientDefaultsAndABadSlot(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster, redlock.WithFair(), redlock.WithFencing())
 	for i := range 3 {
@@ -357,10 +357,10 @@ func TestSemaphore_clientDefaultsAndABadSlot(t *testing.T) {
 
 // countTTLs reads the permit count's remaining life on every node (as
 // go-redis reports PTTL: -2 ns absent, -1 ns no expiry).
-func countTTLs(t *testing.T, cluster *redistest.Cluster, name string) []time.Duration {
+func countTTLs(t *testing.T, cluster *redlocktest.Nodes, name string) []time.Duration {
 	t.Helper()
-	ttls := make([]time.Duration, len(cluster.Nodes))
-	for i := range cluster.Nodes {
+	ttls := make([]time.Duration, len(cluster.Servers))
+	for i := range cluster.Servers {
 		ttl, err := cluster.Admin(t, i).PTTL(context.Background(), "redlock:{"+name+"}:permits").Result()
 		if err != nil {
 			t.Fatalf("PTTL on node %d: %v", i, err)
@@ -374,7 +374,7 @@ func countTTLs(t *testing.T, cluster *redistest.Cluster, name string) []time.Dur
 // without expiry, as older versions did, gets one), and is gone a TTL
 // after the last permit ended: then another count may be used.
 func TestSemaphore_countKeptWhileHeldGoneATTLAfter(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl = 500 * time.Millisecond
 	if err := cluster.Admin(t, 0).Set(ctx, "redlock:{pool}:permits", "2", 0).Err(); err != nil {
@@ -412,7 +412,7 @@ func TestSemaphore_countKeptWhileHeldGoneATTLAfter(t *testing.T) {
 // same as the count lost and stored afresh by another Client), the permit
 // is lost within a TTL, though its slot's renewals still succeed.
 func TestSemaphore_permitLostWhenItsCountIsNotConfirmed(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl = 600 * time.Millisecond
 	s := newClient(t, cluster, redlock.WithTTL(ttl)).Semaphore("pool", 2)
@@ -420,7 +420,7 @@ func TestSemaphore_permitLostWhenItsCountIsNotConfirmed(t *testing.T) {
 	if until := time.Until(lease.Until()); until <= 0 || until > ttl {
 		t.Fatalf("a new permit's Until is %v away; want in (0, %v]", until, ttl)
 	}
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if err := cluster.Admin(t, i).Set(ctx, "redlock:{pool}:permits", "3", 0).Err(); err != nil {
 			t.Fatal(err)
 		}

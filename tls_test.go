@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redisproc"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -87,7 +87,7 @@ func freePort(t *testing.T) int {
 // Dial with rediss://user:password@host against real redis-server
 // processes that speak TLS and admit only an ACL user.
 func TestDial_TLSAndACL(t *testing.T) {
-	binary := redistest.RequireRedis(t)
+	binary := redlocktest.RequireRedis(t)
 	dir := t.TempDir()
 	pool, caFile, certFile, keyFile := testCA(t, dir)
 	var urls []string

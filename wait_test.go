@@ -9,12 +9,12 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 )
 
 func TestLock_wokenByReleaseNotice(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	holder := newClient(t, cluster)
 	// Only a notice can explain a grant soon after the release: the
@@ -43,7 +43,7 @@ func TestLock_wokenByReleaseNotice(t *testing.T) {
 // connections are killed: only the reconnect can wake the waiter before
 // its 10 s backoff.
 func TestLock_subscriberReconnectWakesWaiters(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	slow := func() backoff.BackOff { return backoff.NewConstantBackOff(10 * time.Second) }
 	holder := newClient(t, cluster, redlock.WithWatchdog(false))
@@ -51,13 +51,13 @@ func TestLock_subscriberReconnectWakesWaiters(t *testing.T) {
 	lease := mustLock(t, ctx, holder.Mutex("reconnect"))
 	grant := lockInBackground(t, ctx, waiter.Mutex("reconnect"))
 	time.Sleep(200 * time.Millisecond) // the waiter has tried and is waiting
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if err := cluster.Admin(t, i).Del(ctx, "redlock:{reconnect}").Err(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	freed := time.Now()
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		if err := cluster.Admin(t, i).Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub").Err(); err != nil {
 			t.Fatal(err)
 		}
@@ -75,7 +75,7 @@ func TestLock_subscriberReconnectWakesWaiters(t *testing.T) {
 }
 
 func TestLock_idleWaitersAreCheap(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	holder := newClient(t, cluster)
 	waiters := newClient(t, cluster)
@@ -92,13 +92,13 @@ func TestLock_idleWaitersAreCheap(t *testing.T) {
 		})
 	}
 	time.Sleep(300 * time.Millisecond) // all waiting
-	before := make([]int64, len(cluster.Nodes))
-	for i := range cluster.Nodes {
+	before := make([]int64, len(cluster.Servers))
+	for i := range cluster.Servers {
 		before[i] = commandsProcessed(t, cluster.Admin(t, i))
 	}
 	time.Sleep(window)
 	var commands int64
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		commands += commandsProcessed(t, cluster.Admin(t, i)) - before[i] - 1 // less our INFO
 	}
 	cancel()
@@ -106,7 +106,7 @@ func TestLock_idleWaitersAreCheap(t *testing.T) {
 	mustUnlock(t, lease)
 	perWaiter := float64(commands) / count / window.Seconds()
 	t.Logf("%d commands on %d nodes in %v: %.2f per waiter per second (holder's renewals included)",
-		commands, len(cluster.Nodes), window, perWaiter)
+		commands, len(cluster.Servers), window, perWaiter)
 	if perWaiter > 1 {
 		t.Fatalf("an idle waiter costs %.2f commands per second, want at most 1", perWaiter)
 	}
@@ -115,7 +115,7 @@ func TestLock_idleWaitersAreCheap(t *testing.T) {
 // Sixteen clients with one worker each all contend at every release: split
 // votes must resolve without livelock, and mutual exclusion must hold.
 func TestLock_sixteenClientsContend_noLivelock(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	ctx := testContext(t)
 	check := checker.New()
 	const workers, rounds = 16, 10
@@ -146,7 +146,7 @@ func TestLock_sixteenClientsContend_noLivelock(t *testing.T) {
 }
 
 func TestClose_withWaitersAndLeasesInFlight(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c, err := redlock.New(cluster.Clients(t), redlock.WithTTL(300*time.Millisecond))
 	if err != nil {
@@ -182,7 +182,7 @@ func TestClose_withWaitersAndLeasesInFlight(t *testing.T) {
 // release) must not stall contenders: a waiter that lost the lead node
 // asks every node next time, and a majority is free.
 func TestLock_staleHoldOnLeadNode_doesNotStall(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	admin := cluster.Admin(t, 0)
 	ctx := context.Background()
 	if err := admin.HSet(ctx, "redlock:{stale}", "owner", "gone", "gone-hold", 1).Err(); err != nil {

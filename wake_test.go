@@ -8,14 +8,14 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // handoffGaps has workers spread over clients Clients (as separate
 // processes would be, each with goroutines of its own) take name over and
 // over for d with a 1 ms hold, and returns every gap from the start of one
 // holder's Unlock to the next grant, sorted.
-func handoffGaps(t *testing.T, cluster *redistest.Cluster, name string, clients, workers int, d time.Duration,
+func handoffGaps(t *testing.T, cluster *redlocktest.Nodes, name string, clients, workers int, d time.Duration,
 	opts ...redlock.Option) []time.Duration {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(testContext(t), d)
@@ -77,7 +77,7 @@ func quantile(sorted []time.Duration, q float64) time.Duration {
 // and slept until the handed lock's TTL ran out. Such a miss costs the
 // TTL; the bound leaves room for a loaded machine.
 func TestWait_plainHandoffGapWithAllNodesUp(t *testing.T) {
-	cluster := redistest.Start(t, 5)
+	cluster := redlocktest.Start(t, 5)
 	const run = 8 * time.Second
 	gaps := handoffGaps(t, cluster, "gaps", 2, 4, run, redlock.WithTTL(2*time.Second))
 	if len(gaps) < 100 {

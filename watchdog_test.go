@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -55,7 +55,7 @@ func commandsProcessed(t *testing.T, admin *redis.Client) int64 {
 }
 
 func TestWatchdog_holdsAcrossManyTTLs(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl = 200 * time.Millisecond
 	holder := newClient(t, cluster, redlock.WithTTL(ttl))
@@ -85,13 +85,13 @@ func TestWatchdog_holdsAcrossManyTTLs(t *testing.T) {
 }
 
 func TestWatchdog_majorityKilled_lost(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	const ttl = 300 * time.Millisecond
 	c := newClient(t, cluster, redlock.WithTTL(ttl), redlock.WithNodeTimeout(50*time.Millisecond))
 	lease := mustLock(t, testContext(t), c.Mutex("fragile"))
 	killed := time.Now()
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -109,15 +109,15 @@ func TestWatchdog_majorityKilled_lost(t *testing.T) {
 }
 
 func TestWatchdog_majorityPaused_lostByUntil(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	const ttl = 300 * time.Millisecond
 	c := newClient(t, cluster, redlock.WithTTL(ttl), redlock.WithNodeTimeout(50*time.Millisecond))
 	lease := mustLock(t, testContext(t), c.Mutex("frozen"))
 	for _, i := range []int{1, 2} {
-		if err := cluster.Nodes[i].Pause(); err != nil {
+		if err := cluster.Servers[i].Pause(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = cluster.Nodes[i].Resume() })
+		t.Cleanup(func() { _ = cluster.Servers[i].Resume() })
 	}
 	<-lease.Done()
 	// Done closes at Until at the latest: a few ms of timer slack at most.
@@ -130,11 +130,11 @@ func TestWatchdog_majorityPaused_lostByUntil(t *testing.T) {
 }
 
 func TestWatchdog_repairsNodeRestartedEmpty(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	const ttl = 300 * time.Millisecond
 	c := newClient(t, cluster, redlock.WithTTL(ttl))
 	lease := mustLock(t, testContext(t), c.Mutex("repaired"))
-	if err := cluster.Nodes[2].Restart(false); err != nil {
+	if err := cluster.Servers[2].Restart(false); err != nil {
 		t.Fatal(err)
 	}
 	admin := cluster.Admin(t, 2)
@@ -145,7 +145,7 @@ func TestWatchdog_repairsNodeRestartedEmpty(t *testing.T) {
 }
 
 func TestWatchdog_batchesRenewals(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	const ttl, leases, held = 600 * time.Millisecond, 500, 2 * time.Second
 	c := newClient(t, cluster, redlock.WithTTL(ttl))

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -111,7 +111,7 @@ func startMembers(b *testing.B, kind string, cc clusterConfig) *memberSet {
 	var scripters []redis.Scripter
 	var servers []interface{ Kill() error }
 	for range cc.members {
-		rc := redistest.StartRedisCluster(b, cc.shards)
+		rc := redlocktest.StartRedisCluster(b, cc.shards)
 		m.addrs = append(m.addrs, strings.Join(rc.Addrs(), "|"))
 		admins := make([]*redis.Client, cc.shards)
 		for j := range admins {

@@ -14,7 +14,7 @@ import (
 // is stamped with the time it is due on the other side and written then, in
 // order, while the reader goes on reading. Chunks in flight overlap, so the
 // delay does not cap throughput (unlike a sleep per request). The root
-// module's internal/faultproxy does more, but bench/ cannot import it.
+// module's redlocktest/faultproxy does more, but bench/ cannot import it.
 //
 // The TCP handshake itself is not delayed: a client's connect completes on
 // loopback, only its bytes cross the delay.

@@ -17,9 +17,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// A local copy of what internal/redisproc does for the root module, for the
+// A local copy of what redlocktest/redisproc does for the root module, for the
 // plain nodes every benchmark here runs on (BenchmarkCluster takes its
-// Redis Clusters from internal/redistest).
+// Redis Clusters from redlocktest).
 
 const (
 	readyTimeout = 5 * time.Second

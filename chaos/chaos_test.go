@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/workload"
+	"github.com/quorumlock/redlock/redlocktest/workload"
 )
 
 // The safe runs: faults the library's assumptions allow. Each asserts no

@@ -6,13 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
-func requireFaketime(t *testing.T) string { return redistest.RequireFaketime(t) }
+func requireFaketime(t *testing.T) string { return redlocktest.RequireFaketime(t) }
 
 func fastClock(libfaketime string, speed int) []string {
-	return redistest.FastClock(libfaketime, speed)
+	return redlocktest.FastClock(libfaketime, speed)
 }
 
 // checkFastClock verifies that node i's clock runs about speed times as

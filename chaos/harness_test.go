@@ -13,12 +13,12 @@ import (
 
 	"github.com/cenkalti/backoff/v4"
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/redisproc"
-	"github.com/quorumlock/redlock/internal/redistest"
-	"github.com/quorumlock/redlock/internal/workload"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
+	"github.com/quorumlock/redlock/redlocktest/workload"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -55,7 +55,7 @@ type cluster struct {
 // stops all of them, Clients first.
 func newCluster(t *testing.T, s setup) *cluster {
 	t.Helper()
-	binary := redistest.RequireRedis(t)
+	binary := redlocktest.RequireRedis(t)
 	base := t.TempDir()
 	c := &cluster{t: t, trueClocks: s.nodeEnv == nil}
 	for i := range nodeCount {

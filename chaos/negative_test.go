@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/workload"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest/workload"
 )
 
 // Negative controls: runs that break an assumption of the lock on purpose.

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/workload"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
+	"github.com/quorumlock/redlock/redlocktest/workload"
 )
 
 // oneWay is a fault on one direction of a link.

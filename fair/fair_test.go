@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/fair"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"go.uber.org/goleak"
 )
 
@@ -68,7 +68,7 @@ func TestForHead_wakesOnlyTheNamedHead(t *testing.T) {
 // A waiter queued on every node leaves every queue; a node that does not
 // answer is reported, not waited for past the node timeout.
 func TestQueue_leave(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	nodes := nodesOf(t, cluster)
 	var mu sync.Mutex
 	failed := map[int]bool{}
@@ -92,7 +92,7 @@ func TestQueue_leave(t *testing.T) {
 			t.Fatalf("waiter on node %d: %+v, %v", i, got, err)
 		}
 	}
-	if err := cluster.Nodes[2].Kill(); err != nil {
+	if err := cluster.Servers[2].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	q.Leave(ctx, []int{0, 1, 2}, "waiter", "w1")
@@ -108,19 +108,19 @@ func TestQueue_leave(t *testing.T) {
 
 // A process whose clock is 5 s behind still tells the nodes' time.
 func TestClock_measuresTheNodesTime(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	nodes := nodesOf(t, cluster)
 	q := &fair.Queue{Nodes: nodes, Keys: node.Keys{Fence: "f", Marker: "redlock:node", Guard: time.Minute}, NodeTimeout: time.Second}
 	behind := fair.Clock{Local: func() time.Time { return time.Now().Add(-5 * time.Second) }}
 	if got := behind.Now(context.Background(), q); time.Since(got).Abs() > 100*time.Millisecond {
 		t.Fatalf("Clock.Now is %v off the nodes' time", time.Since(got))
 	}
-	if err := cluster.Nodes[0].Kill(); err != nil {
+	if err := cluster.Servers[0].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	var none fair.Clock // every node down: the local clock, not a hang
 	for _, i := range []int{1, 2} {
-		if err := cluster.Nodes[i].Kill(); err != nil {
+		if err := cluster.Servers[i].Kill(); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -133,7 +133,7 @@ func TestClock_measuresTheNodesTime(t *testing.T) {
 // the call is sent) would put the offset off by half the stall; the best
 // of the readings is kept.
 func TestClock_aStalledReadingDoesNotSkewTheOffset(t *testing.T) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	q := &fair.Queue{Nodes: nodesOf(t, cluster), Keys: node.Keys{Fence: "f", Marker: "redlock:node"}, NodeTimeout: time.Second}
 	const stall = 60 * time.Millisecond
 	var calls atomic.Int64
@@ -149,7 +149,7 @@ func TestClock_aStalledReadingDoesNotSkewTheOffset(t *testing.T) {
 }
 
 // nodesOf wraps each of the cluster's nodes, stopped at cleanup.
-func nodesOf(t *testing.T, cluster *redistest.Cluster) []*node.Node {
+func nodesOf(t *testing.T, cluster *redlocktest.Nodes) []*node.Node {
 	t.Helper()
 	clients := cluster.Clients(t)
 	nodes := make([]*node.Node, len(clients))

@@ -9,9 +9,9 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/integration/internal/harness"
 	"github.com/quorumlock/redlock/integration/internal/nodes"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/workload"
+	"github.com/quorumlock/redlock/redlocktest/checker"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
+	"github.com/quorumlock/redlock/redlocktest/workload"
 )
 
 // The timeline of one fault scenario. The fault lasts two TTLs, so that

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -34,14 +34,14 @@ func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 func TestBatcher_concurrentCallsShareRoundTrips(t *testing.T) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	client := cluster.Clients(t)[0].(*redis.Client)
 	counter := &roundTrips{}
 	client.AddHook(counter)
 	n := node.New(0, cluster.Addrs()[0], client)
 	defer n.Wait()
 	ctx := context.Background()
-	if err := redistest.FlushScripts(ctx, cluster.Admin(t, 0)); err != nil {
+	if err := redlocktest.FlushScripts(ctx, cluster.Admin(t, 0)); err != nil {
 		t.Fatal(err)
 	}
 	const callers = 200
@@ -72,13 +72,13 @@ func TestBatcher_concurrentCallsShareRoundTrips(t *testing.T) {
 }
 
 func TestBatcher_callerStopsWaitingAtItsDeadline(t *testing.T) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
 	defer func() {
-		_ = cluster.Nodes[0].Resume()
+		_ = cluster.Servers[0].Resume()
 		n.Wait()
 	}()
-	if err := cluster.Nodes[0].Pause(); err != nil {
+	if err := cluster.Servers[0].Pause(); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -104,20 +104,20 @@ func TestBatcher_keepsOrderAcrossAFlushedCache(t *testing.T) {
 // empties what each relies on.
 type scriptMode struct {
 	name   string
-	client func(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient
+	client func(t *testing.T, cluster *redlocktest.Nodes) redis.UniversalClient
 	flush  func(ctx context.Context, admin *redis.Client) error
 	fcall  bool // the calls go as FCALL
 }
 
 var scriptModes = []scriptMode{
-	{"functions", defaultClient, redistest.FlushScripts, true},
+	{"functions", defaultClient, redlocktest.FlushScripts, true},
 	{"functions flushed alone", defaultClient, // the script cache stays
 		func(ctx context.Context, admin *redis.Client) error { return admin.FunctionFlush(ctx).Err() }, true},
-	{"evalsha", func(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient { return cluster.ScriptsOnly(t, 0) },
+	{"evalsha", func(t *testing.T, cluster *redlocktest.Nodes) redis.UniversalClient { return cluster.ScriptsOnly(t, 0) },
 		func(ctx context.Context, admin *redis.Client) error { return admin.ScriptFlush(ctx).Err() }, false},
 }
 
-func defaultClient(t *testing.T, cluster *redistest.Cluster) redis.UniversalClient {
+func defaultClient(t *testing.T, cluster *redlocktest.Nodes) redis.UniversalClient {
 	return cluster.Clients(t)[0]
 }
 
@@ -134,10 +134,10 @@ func (mode scriptMode) used(t *testing.T, admin *redis.Client) {
 }
 
 func keepsOrderAcrossAFlushedCache(t *testing.T, mode scriptMode) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	n := node.New(0, cluster.Addrs()[0], mode.client(t, cluster))
 	defer func() {
-		_ = cluster.Nodes[0].Resume()
+		_ = cluster.Servers[0].Resume()
 		n.Wait()
 	}()
 	ctx := context.Background()
@@ -154,7 +154,7 @@ func keepsOrderAcrossAFlushedCache(t *testing.T, mode scriptMode) {
 	if err := mode.flush(ctx, admin); err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.Nodes[0].Pause(); err != nil {
+	if err := cluster.Servers[0].Pause(); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -169,7 +169,7 @@ func keepsOrderAcrossAFlushedCache(t *testing.T, mode scriptMode) {
 	var releaseErr error
 	wg.Go(func() { released, releaseErr = release(ctx, n, keysOf("k"), "o", "h", 0) })
 	time.Sleep(50 * time.Millisecond)
-	if err := cluster.Nodes[0].Resume(); err != nil {
+	if err := cluster.Servers[0].Resume(); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()
@@ -211,7 +211,7 @@ func TestBatcher_pipelinedCallsSurviveAFlushedScriptCache(t *testing.T) {
 }
 
 func pipelinedCallsSurviveAFlush(t *testing.T, mode scriptMode) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	n := node.New(0, cluster.Addrs()[0], mode.client(t, cluster))
 	defer n.Wait()
 	ctx := context.Background()
@@ -228,7 +228,7 @@ func pipelinedCallsSurviveAFlush(t *testing.T, mode scriptMode) {
 	}
 	// Another script's call in flight to the paused node, so that the
 	// acquires queue behind it and go out together, as one pipeline.
-	if err := cluster.Nodes[0].Pause(); err != nil {
+	if err := cluster.Servers[0].Pause(); err != nil {
 		t.Fatal(err)
 	}
 	var wg sync.WaitGroup
@@ -243,7 +243,7 @@ func pipelinedCallsSurviveAFlush(t *testing.T, mode scriptMode) {
 		})
 	}
 	time.Sleep(50 * time.Millisecond)
-	if err := cluster.Nodes[0].Resume(); err != nil {
+	if err := cluster.Servers[0].Resume(); err != nil {
 		t.Fatal(err)
 	}
 	wg.Wait()

@@ -8,9 +8,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
 )
 
 // A node that stops answering (paused: every call times out) is called
@@ -30,7 +30,7 @@ func TestBreaker_silentNodeFailsFastThenRecovers(t *testing.T) {
 	if _, err := call(time.Second, "h0"); err != nil {
 		t.Fatalf("node up: %v", err)
 	}
-	if err := cluster.Nodes[0].Pause(); err != nil {
+	if err := cluster.Servers[0].Pause(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := call(100*time.Millisecond, "h1"); err == nil || !node.Unknown(err) {
@@ -43,7 +43,7 @@ func TestBreaker_silentNodeFailsFastThenRecovers(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // across a probe or two: the node stays down
 	}
-	if err := cluster.Nodes[0].Resume(); err != nil {
+	if err := cluster.Servers[0].Resume(); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(3 * time.Second)
@@ -64,7 +64,7 @@ func TestBreaker_silentNodeFailsFastThenRecovers(t *testing.T) {
 // needs (four round trips). With pings bounded at 250 ms, such a node was
 // never re-admitted.
 func TestBreaker_farNodeComesBackAfterACut(t *testing.T) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	proxy, err := faultproxy.New(cluster.Addrs()[0])
 	if err != nil {
 		t.Fatal(err)

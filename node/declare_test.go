@@ -9,16 +9,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
 // nodeSet starts n nodes, as the harness declares them, and returns a
 // *node.Node for each, with the cluster and its clients as Scripters.
-func nodeSet(t *testing.T, n int) ([]*node.Node, *redistest.Cluster, []redis.Scripter) {
+func nodeSet(t *testing.T, n int) ([]*node.Node, *redlocktest.Nodes, []redis.Scripter) {
 	t.Helper()
-	cluster := redistest.Start(t, n)
+	cluster := redlocktest.Start(t, n)
 	clients := cluster.Clients(t)
 	nodes := make([]*node.Node, n)
 	scripters := make([]redis.Scripter, n)
@@ -31,7 +31,7 @@ func nodeSet(t *testing.T, n int) ([]*node.Node, *redistest.Cluster, []redis.Scr
 }
 
 // undeclared deletes the markers of nodes is: as nobody declared them.
-func undeclared(t *testing.T, cluster *redistest.Cluster, is ...int) {
+func undeclared(t *testing.T, cluster *redlocktest.Nodes, is ...int) {
 	t.Helper()
 	for _, i := range is {
 		if err := cluster.Admin(t, i).Del(context.Background(), "redlock:node").Err(); err != nil {
@@ -41,7 +41,7 @@ func undeclared(t *testing.T, cluster *redistest.Cluster, is ...int) {
 }
 
 // markerOf is node i's marker ("" when it has none).
-func markerOf(t *testing.T, cluster *redistest.Cluster, i int) string {
+func markerOf(t *testing.T, cluster *redlocktest.Nodes, i int) string {
 	t.Helper()
 	value, err := cluster.Admin(t, i).Get(context.Background(), "redlock:node").Result()
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -138,7 +138,7 @@ func TestDeclareSet_liveSetDeclaresNone(t *testing.T) {
 		}
 	}
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Restart(false); err != nil {
+		if err := cluster.Servers[i].Restart(false); err != nil {
 			t.Fatal(err)
 		}
 		if q := quarantineOf(t, nodes[i], keys, "b1"); q.Why != node.WhyNew {

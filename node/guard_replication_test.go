@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,7 +28,7 @@ func TestGuard_firstReplicaKeepsTheNodeVoting(t *testing.T) {
 		t.Fatalf("Acquire on the declared node = %+v, %v", got, err)
 	}
 	before := replID(t, admin)
-	redistest.StartReplica(t, admin)
+	redlocktest.StartReplica(t, admin)
 	if after := replID(t, admin); after == before {
 		t.Fatalf("replication id %s unchanged by the first replica: the test no longer shows the case", after)
 	}
@@ -51,7 +51,7 @@ func TestGuard_forcedFailoverToAReplicaThatMissedAGrant(t *testing.T) {
 	if got, err := primary.Acquire(ctx, nil, keys, "warm", "h0", time.Second); err != nil || !got.Granted {
 		t.Fatalf("Acquire = %+v, %v", got, err) // the marker, stamped, reaches the replica
 	}
-	replica, link, replicaAdmin := redistest.StartReplica(t, admin)
+	replica, link, replicaAdmin := redlocktest.StartReplica(t, admin)
 	time.Sleep(keys.Guard + 500*time.Millisecond) // the replica is up longer than the guard
 	link.Cut()
 	if got, err := primary.Acquire(ctx, nil, keys, "a", "h1", time.Minute); err != nil || !got.Granted {
@@ -88,7 +88,7 @@ func waitRole(t *testing.T, admin *redis.Client, role string) {
 // Client could not read) is judged as no file: the node votes again at
 // start + guard, not never.
 func TestGuard_unsureAppendOnlyFileVotesAfterTheGuard(t *testing.T) {
-	cluster := redistest.Start(t, 1, "--appendonly", "yes", "--appendfsync", "everysec")
+	cluster := redlocktest.Start(t, 1, "--appendonly", "yes", "--appendfsync", "everysec")
 	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
 	t.Cleanup(n.Wait)
 	ctx := context.Background()
@@ -97,7 +97,7 @@ func TestGuard_unsureAppendOnlyFileVotesAfterTheGuard(t *testing.T) {
 	if got, err := n.Acquire(ctx, nil, keys, "a", "h1", 100*time.Millisecond); err != nil || !got.Granted {
 		t.Fatalf("Acquire by a = %+v, %v", got, err)
 	}
-	if err := cluster.Nodes[0].Restart(true); err != nil {
+	if err := cluster.Servers[0].Restart(true); err != nil {
 		t.Fatal(err)
 	}
 	q := quarantineOf(t, n, keys, "h2")

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -62,7 +62,7 @@ func TestGuard_flushedNodeRefusesToVote(t *testing.T) {
 // On a Redis Cluster node the marker is per slot (a script may only touch
 // one slot): no CROSSSLOT error, and the slot's marker is the one checked.
 func TestGuard_clusterNodeMarkerPerSlot(t *testing.T) {
-	cluster := redistest.Start(t, 1, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+	cluster := redlocktest.Start(t, 1, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
 	ctx := context.Background()
 	admin := cluster.Admin(t, 0)
 	if err := admin.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", "0", "16383").Err(); err != nil {
@@ -124,10 +124,10 @@ func TestGuard_clusterNodeMarkerPerSlot(t *testing.T) {
 // unknown to the caller, who must release); a node with a true clock
 // counts; with the check off the fast node's grant counts.
 func TestClockCheck_fastNode(t *testing.T) {
-	libfaketime := redistest.RequireFaketime(t)
-	cluster := redistest.Start(t, 2)
-	cluster.Nodes[1].SetEnv(redistest.FastClock(libfaketime, 10))
-	if err := cluster.Nodes[1].Restart(false); err != nil {
+	libfaketime := redlocktest.RequireFaketime(t)
+	cluster := redlocktest.Start(t, 2)
+	cluster.Servers[1].SetEnv(redlocktest.FastClock(libfaketime, 10))
+	if err := cluster.Servers[1].Restart(false); err != nil {
 		t.Fatal(err)
 	}
 	clients := cluster.Clients(t)

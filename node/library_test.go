@@ -7,15 +7,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
 // Two calls of one function, apart in time, each read the node's clock:
 // the first call's TIME is not kept for the next.
 func TestLibrary_eachCallReadsTheClock(t *testing.T) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	admin := cluster.Admin(t, 0)
 	ctx := context.Background()
 	if err := admin.FunctionLoad(ctx, node.LibrarySource()).Err(); err != nil {
@@ -59,7 +59,7 @@ func commandCalls(t *testing.T, admin *redis.Client, names ...string) int {
 // A node that has Functions gets the library once and then FCALL; one
 // whose user may not load Functions gets EVALSHA, and locks all the same.
 func TestLibrary_loadedWhereAllowedEvalshaElsewhere(t *testing.T) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	admin := cluster.Admin(t, 0)
 	ctx := context.Background()
 	for _, c := range []struct {
@@ -95,7 +95,7 @@ func TestLibrary_loadedWhereAllowedEvalshaElsewhere(t *testing.T) {
 // where an EVAL script runs and is refused only its writes: a release (a
 // DEL) still frees the lock, by EVAL.
 func TestLibrary_releaseUnderMaxmemoryRunsByEval(t *testing.T) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	admin := cluster.Admin(t, 0)
 	ctx := context.Background()
 	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
@@ -126,7 +126,7 @@ func TestLibrary_releaseUnderMaxmemoryRunsByEval(t *testing.T) {
 // A user that may load Functions but not FCALL them: the refused FCALL
 // runs by EVAL, and the calls after it go by EVALSHA.
 func TestLibrary_fcallRefusedFallsBackToScripts(t *testing.T) {
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	admin := cluster.Admin(t, 0)
 	ctx := context.Background()
 	err := admin.Do(ctx, "ACL", "SETUSER", "nofcall", "on", ">p", "~*", "&*", "+@all", "-fcall").Err()

@@ -7,16 +7,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-func oneNode(t *testing.T) (*node.Node, *redistest.Cluster) {
+func oneNode(t *testing.T) (*node.Node, *redlocktest.Nodes) {
 	t.Helper()
-	cluster := redistest.Start(t, 1)
+	cluster := redlocktest.Start(t, 1)
 	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
 	t.Cleanup(n.Wait) // stops its prober, if the node went down
 	return n, cluster
@@ -144,7 +144,7 @@ func TestScriptFlushFallsBackToEval(t *testing.T) {
 	n, cluster := oneNode(t)
 	ctx := context.Background()
 	for range 3 {
-		if err := redistest.FlushScripts(ctx, cluster.Admin(t, 0)); err != nil {
+		if err := redlocktest.FlushScripts(ctx, cluster.Admin(t, 0)); err != nil {
 			t.Fatal(err)
 		}
 		got, err := n.Acquire(ctx, nil, keysOf("k"), "o", "h", time.Second)

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -33,7 +33,7 @@ func inOrder(t *testing.T, n *node.Node, keys node.Keys, window time.Duration, o
 // waiter chose once, not by arrival: every node hands the lock to the
 // same waiter, so the quorum cannot split between heads.
 func TestAcquireQueued_headByTicketWhateverTheArrivalOrder(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	clients := cluster.Clients(t)
 	ctx := context.Background()
 	keys := keysOf("redlock:{q}")

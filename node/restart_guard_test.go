@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -88,7 +88,7 @@ func TestGuard_missingMarkerCountsFromTheStart(t *testing.T) {
 	n, cluster := oneNode(t)
 	ctx := context.Background()
 	admin := cluster.Admin(t, 0)
-	if err := cluster.Nodes[0].Restart(false); err != nil { // empty, as after a crash
+	if err := cluster.Servers[0].Restart(false); err != nil { // empty, as after a crash
 		t.Fatal(err)
 	}
 	restarted := time.Now()
@@ -159,7 +159,7 @@ func TestGuard_snapshotRestartWaitsAndAOFDoesNot(t *testing.T) {
 		if fsync != "" {
 			args = []string{"--appendonly", "yes", "--appendfsync", fsync}
 		}
-		cluster := redistest.Start(t, 1, args...)
+		cluster := redlocktest.Start(t, 1, args...)
 		n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
 		t.Cleanup(n.Wait)
 		ctx := context.Background()
@@ -175,7 +175,7 @@ func TestGuard_snapshotRestartWaitsAndAOFDoesNot(t *testing.T) {
 		if got, err := n.Acquire(ctx, nil, keys, "a", "h1", time.Minute); err != nil || !got.Granted {
 			t.Fatalf("appendfsync %q: Acquire by a = %+v, %v", fsync, got, err)
 		}
-		if err := cluster.Nodes[0].Restart(true); err != nil {
+		if err := cluster.Servers[0].Restart(true); err != nil {
 			t.Fatal(err)
 		}
 		restarted := time.Now()
@@ -279,7 +279,7 @@ func TestDeclare(t *testing.T) {
 	if err := admin.Save(ctx).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.Nodes[0].Restart(true); err != nil {
+	if err := cluster.Servers[0].Restart(true); err != nil {
 		t.Fatal(err)
 	}
 	if err := admin.Del(ctx, keys.Lock).Err(); err != nil { // no key left, but the process loaded some
@@ -334,7 +334,7 @@ func TestGuard_aofSwitchedOnAfterASnapshotRestartStillWaits(t *testing.T) {
 	if got, err := n.Acquire(ctx, nil, keys, "a", "h1", time.Minute); err != nil || !got.Granted {
 		t.Fatalf("Acquire by a = %+v, %v", got, err)
 	}
-	if err := cluster.Nodes[0].Restart(true); err != nil {
+	if err := cluster.Servers[0].Restart(true); err != nil {
 		t.Fatal(err)
 	}
 	if err := admin.ConfigSet(ctx, "appendonly", "yes").Err(); err != nil {
@@ -394,7 +394,7 @@ func TestGuard_nodeThatMayNotVoteHandsNothing(t *testing.T) {
 			if err := admin.Save(ctx).Err(); err != nil {
 				t.Fatal(err)
 			}
-			if err := cluster.Nodes[0].Restart(true); err != nil {
+			if err := cluster.Servers[0].Restart(true); err != nil {
 				t.Fatal(err)
 			}
 			if q := quarantineOf(t, n, released, "probe"); q.Why != node.WhyRestarted {

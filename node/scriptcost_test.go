@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,7 +22,7 @@ import (
 //
 //	go test -run '^$' -bench ScriptCost -count 5 ./node
 func BenchmarkScriptCost(b *testing.B) {
-	cluster := redistest.Start(b, 1)
+	cluster := redlocktest.Start(b, 1)
 	admin := cluster.Admin(b, 0)
 	if err := node.Declare(context.Background(), admin, "redlock:"); err != nil {
 		b.Fatal(err)

@@ -2,7 +2,7 @@
 # make valkey: the Redis-backed suites again, on valkey-server instead of
 # redis-server, as they run on Redis 7.0, with a missing server a failure
 # (REDLOCK_REQUIRE_REDIS=1), not a skip. REDLOCK_SERVER names the binary
-# that internal/redisproc starts for every node of every test.
+# that redlocktest/redisproc starts for every node of every test.
 #
 #  1. Every package of the main module with the race detector, laid out
 #     as `make test` lays them out (scripts/race.sh).

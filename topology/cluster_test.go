@@ -12,19 +12,19 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
 // clusterMembers starts n members, each a brand-new Redis Cluster of 3
 // shards, and returns them with a ClusterClient of each.
-func clusterMembers(t *testing.T, n int) ([]*redistest.RedisCluster, []redis.UniversalClient) {
+func clusterMembers(t *testing.T, n int) ([]*redlocktest.RedisCluster, []redis.UniversalClient) {
 	t.Helper()
-	members := make([]*redistest.RedisCluster, n)
+	members := make([]*redlocktest.RedisCluster, n)
 	clients := make([]redis.UniversalClient, n)
 	for i := range n {
-		members[i] = redistest.StartRedisCluster(t, 3)
+		members[i] = redlocktest.StartRedisCluster(t, 3)
 		clients[i] = members[i].Client(t)
 	}
 	return members, clients
@@ -119,10 +119,10 @@ func TestCluster_noCallFailsForTheScriptCache(t *testing.T) {
 	}
 }
 
-func flushScripts(t *testing.T, members []*redistest.RedisCluster) {
+func flushScripts(t *testing.T, members []*redlocktest.RedisCluster) {
 	for _, m := range members {
 		for j := range m.Shards {
-			if err := redistest.FlushScripts(context.Background(), m.Admin(t, j)); err != nil {
+			if err := redlocktest.FlushScripts(context.Background(), m.Admin(t, j)); err != nil {
 				t.Errorf("SCRIPT FLUSH, FUNCTION FLUSH: %v", err)
 			}
 		}
@@ -131,7 +131,7 @@ func flushScripts(t *testing.T, members []*redistest.RedisCluster) {
 
 // namesOnShard returns n lock names whose keys hash to the slots of shard
 // j of member m.
-func namesOnShard(t *testing.T, m *redistest.RedisCluster, j, n int, tag string) []string {
+func namesOnShard(t *testing.T, m *redlocktest.RedisCluster, j, n int, tag string) []string {
 	t.Helper()
 	var names []string
 	for i := 0; len(names) < n; i++ {
@@ -223,11 +223,11 @@ func TestCluster_restartedShardVotesForUnseenSlotsAfterItsGuard(t *testing.T) {
 // count (a *ClockQuarantine), while the true shards of the same member
 // grant.
 func TestCluster_clockCheckedShardByShard(t *testing.T) {
-	libfaketime := redistest.RequireFaketime(t)
+	libfaketime := redlocktest.RequireFaketime(t)
 	members, clients := clusterMembers(t, 1)
 	declare(t, clients)
 	fast := members[0].Shards[2]
-	fast.SetEnv(redistest.FastClock(libfaketime, 10))
+	fast.SetEnv(redlocktest.FastClock(libfaketime, 10))
 	if err := fast.Restart(false); err != nil {
 		t.Fatal(err)
 	}

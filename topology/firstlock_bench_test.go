@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -18,12 +18,12 @@ import (
 // often: 16,384 slots per member).
 func BenchmarkFirstLockOfANewName(b *testing.B) {
 	b.Run("plain", func(b *testing.B) {
-		benchNewNames(b, redistest.Start(b, 3).Clients(b))
+		benchNewNames(b, redlocktest.Start(b, 3).Clients(b))
 	})
 	b.Run("cluster", func(b *testing.B) {
 		clients := make([]redis.UniversalClient, 3)
 		for i := range clients {
-			clients[i] = redistest.StartRedisCluster(b, 3).Client(b)
+			clients[i] = redlocktest.StartRedisCluster(b, 3).Client(b)
 		}
 		declareAll(b, clients)
 		benchNewNames(b, clients)
@@ -31,7 +31,7 @@ func BenchmarkFirstLockOfANewName(b *testing.B) {
 	b.Run("cluster-seen", func(b *testing.B) {
 		clients := make([]redis.UniversalClient, 3)
 		for i := range clients {
-			clients[i] = redistest.StartRedisCluster(b, 3).Client(b)
+			clients[i] = redlocktest.StartRedisCluster(b, 3).Client(b)
 		}
 		declareAll(b, clients)
 		c, err := redlock.New(clients)

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -17,10 +17,10 @@ import (
 // twice; no call fails, and every shard has served locks (the ring spread
 // them) and has the scripts loaded again.
 func TestRing_membersLockThroughFlushedScriptCaches(t *testing.T) {
-	var shards []*redistest.Cluster
+	var shards []*redlocktest.Nodes
 	clients := make([]redis.UniversalClient, 3)
 	for i := range clients {
-		nodes := redistest.Start(t, 2)
+		nodes := redlocktest.Start(t, 2)
 		shards = append(shards, nodes)
 		ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": nodes.Addrs()[0], "b": nodes.Addrs()[1]}})
 		t.Cleanup(func() { _ = ring.Close() })
@@ -30,8 +30,8 @@ func TestRing_membersLockThroughFlushedScriptCaches(t *testing.T) {
 	ctx := context.Background()
 	flush := func() {
 		for _, nodes := range shards {
-			for j := range nodes.Nodes {
-				if err := redistest.FlushScripts(ctx, nodes.Admin(t, j)); err != nil {
+			for j := range nodes.Servers {
+				if err := redlocktest.FlushScripts(ctx, nodes.Admin(t, j)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -50,7 +50,7 @@ func TestRing_membersLockThroughFlushedScriptCaches(t *testing.T) {
 		}
 	}
 	for i, nodes := range shards {
-		for j := range nodes.Nodes {
+		for j := range nodes.Servers {
 			admin := nodes.Admin(t, j)
 			calls := commandCalls(t, admin, "evalsha") + commandCalls(t, admin, "eval") + commandCalls(t, admin, "fcall")
 			if calls == 0 {

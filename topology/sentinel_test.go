@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redisproc"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -24,7 +24,7 @@ import (
 const sentinelTTL = 6 * time.Second
 
 // sentinelClient is a Client over failover clients of its own, one per member.
-func sentinelClient(t *testing.T, members []*redistest.SentinelMember, opts ...redlock.Option) *redlock.Client {
+func sentinelClient(t *testing.T, members []*redlocktest.SentinelMember, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
 	nodes := make([]redis.UniversalClient, len(members))
 	for i, m := range members {
@@ -71,7 +71,7 @@ func failoverRefusals(err error) (found map[int]*node.Quarantine, others map[int
 // nothing while A's lease lasts, refused by the guard for a failover; the
 // promoted members then vote again, G after the promotion was first seen.
 func TestSentinel_failoverToReplicasThatMissedAGrant(t *testing.T) {
-	members := redistest.StartSentinel(t, 3)
+	members := redlocktest.StartSentinel(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	opts := []redlock.Option{redlock.WithTTL(sentinelTTL)}
@@ -113,7 +113,7 @@ func TestSentinel_failoverToReplicasThatMissedAGrant(t *testing.T) {
 
 // missedTheGrant checks that m's master holds A's lock and its replica,
 // cut off, does not.
-func missedTheGrant(t *testing.T, ctx context.Context, m *redistest.SentinelMember) {
+func missedTheGrant(t *testing.T, ctx context.Context, m *redlocktest.SentinelMember) {
 	t.Helper()
 	for addr, want := range map[string]int64{m.Master.Addr(): 1, m.Replica.Addr(): 0} {
 		admin := redis.NewClient(&redis.Options{Addr: addr})
@@ -179,7 +179,7 @@ func refusedWhileHeld(t *testing.T, ctx context.Context, m *redlock.Mutex, lease
 // the third member goes down, so B's Lock needs both promoted members: it
 // must be granted once both quarantines end, not before, and soon after.
 func rejoin(t *testing.T, ctx context.Context, b *redlock.Client, lease *redlock.Lease,
-	members []*redistest.SentinelMember, seen map[int]*node.Quarantine) {
+	members []*redlocktest.SentinelMember, seen map[int]*node.Quarantine) {
 	t.Helper()
 	select {
 	case <-lease.Done():
@@ -224,7 +224,7 @@ func rejoin(t *testing.T, ctx context.Context, b *redlock.Client, lease *redlock
 // one with a second, dead sentinel) and locks on the masters; a malformed
 // failover URL is ErrConfig, naming the node, without its password.
 func TestSentinel_dialFailoverURLs(t *testing.T) {
-	members := redistest.StartSentinel(t, 3)
+	members := redlocktest.StartSentinel(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	urls := []string{members[0].URL() + "&addr=127.0.0.1:1", members[1].URL(), members[2].URL()}

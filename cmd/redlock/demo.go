@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/redisproc"
-	"github.com/quorumlock/redlock/internal/workload"
+	"github.com/quorumlock/redlock/redlocktest/checker"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
+	"github.com/quorumlock/redlock/redlocktest/workload"
 )
 
 // ttl is short so that the node-failure phase can keep the killed nodes

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redisproc"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 )
 
 // startNodes starts the local redis-server nodes in a temp dir. It returns

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // TestDemo: the demo upholds its claims with its own nodes (killing and
@@ -15,14 +15,14 @@ import (
 // rather than a restart guard (the TTL, 2 s) later.
 func TestDemo(t *testing.T) {
 	t.Parallel()
-	redistest.RequireRedis(t)
+	redlocktest.RequireRedis(t)
 	for _, c := range []struct {
 		name  string
 		nodes func(t *testing.T) string
 		want  string
 	}{
 		{"own nodes", func(*testing.T) string { return "3" }, "declared new (redlock init)"},
-		{"given nodes", func(t *testing.T) string { return strings.Join(redistest.Start(t, 3).URLs(), ",") }, "node failure: skipped"},
+		{"given nodes", func(t *testing.T) string { return strings.Join(redlocktest.Start(t, 3).URLs(), ",") }, "node failure: skipped"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()

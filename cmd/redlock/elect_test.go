@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // TestElect_oneLeaderAtATime: three candidates lead in turn, never two at
@@ -18,7 +18,7 @@ import (
 // (exit 123).
 func TestElect_oneLeaderAtATime(t *testing.T) {
 	t.Parallel()
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	env := nodesEnvFor(cluster.URLs())
 	dir := t.TempDir()
 	log := filepath.Join(dir, "intervals")

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/redisproc"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -22,9 +22,9 @@ const marker = redlock.DefaultKeyPrefix + "node"
 // freshNodes starts n redis-server nodes and undoes the harness's
 // declaration (it declares the nodes it starts): they are then as a
 // user's brand-new nodes are, started a moment ago and declared by nobody.
-func freshNodes(t *testing.T, n int) *redistest.Cluster {
+func freshNodes(t *testing.T, n int) *redlocktest.Nodes {
 	t.Helper()
-	cluster := redistest.Start(t, n)
+	cluster := redlocktest.Start(t, n)
 	for i := range n {
 		if err := cluster.Admin(t, i).Del(context.Background(), marker).Err(); err != nil {
 			t.Fatal(err)
@@ -78,7 +78,7 @@ func TestInit_freshNodesVoteAtOnce(t *testing.T) {
 // nodes all the same, and says what that may break.
 func TestInit_refusesANodeHoldingLockKeys(t *testing.T) {
 	t.Parallel()
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := context.Background()
 	// A lock held on node 2 alone (a one-node Client), fenced: its key
 	// and its fence counter are there.
@@ -137,7 +137,7 @@ func TestInit_refusesANodeHoldingLockKeys(t *testing.T) {
 // A's lease has ended, not at once.
 func TestInit_liveSetDeclaresNone(t *testing.T) {
 	t.Parallel()
-	cluster := redistest.Start(t, 3) // declared, as init leaves new nodes
+	cluster := redlocktest.Start(t, 3) // declared, as init leaves new nodes
 	ctx := context.Background()
 	const ttl = 4 * time.Second
 	a, err := redlock.New(cluster.Clients(t), redlock.WithTTL(ttl), redlock.WithRestartGuard(ttl), redlock.WithWatchdog(false))
@@ -150,7 +150,7 @@ func TestInit_liveSetDeclaresNone(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, i := range []int{0, 1} {
-		if err := cluster.Nodes[i].Restart(false); err != nil { // empty, as after a crash
+		if err := cluster.Servers[i].Restart(false); err != nil { // empty, as after a crash
 			t.Fatal(err)
 		}
 	}
@@ -189,7 +189,7 @@ func TestInit_liveSetDeclaresNone(t *testing.T) {
 // is tried again within -timeout and declared once it listens.
 func TestInit_nodeStillStarting(t *testing.T) {
 	t.Parallel()
-	redistest.RequireRedis(t)
+	redlocktest.RequireRedis(t)
 	url := closedPort(t)
 	port, err := strconv.Atoi(url[strings.LastIndex(url, ":")+1:])
 	if err != nil {
@@ -218,7 +218,7 @@ func TestInit_clusterMembers(t *testing.T) {
 	t.Parallel()
 	urls := make([]string, 3)
 	for i := range urls {
-		addrs := redistest.StartRedisCluster(t, 3).Addrs()
+		addrs := redlocktest.StartRedisCluster(t, 3).Addrs()
 		urls[i] = "redis+cluster://" + addrs[0] + "?addr=" + addrs[1] + "&addr=" + addrs[2]
 	}
 	env := nodesEnvFor(urls)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // TestInspect: inspect shows the holder that redlock run gave its command
@@ -18,7 +18,7 @@ import (
 // arrival order with live heartbeats.
 func TestInspect(t *testing.T) {
 	t.Parallel()
-	env := nodesEnvFor(redistest.Start(t, 3).URLs())
+	env := nodesEnvFor(redlocktest.Start(t, 3).URLs())
 	dir := t.TempDir()
 	ownerFile := filepath.Join(dir, "owner")
 	holder := startCLI(t, env, "run", "-fair", "-name", "jobs", "--", "sh", "-c", `echo "$REDLOCK_OWNER" > "$0"; exec sleep 20`, ownerFile)
@@ -97,10 +97,10 @@ func TestInspect(t *testing.T) {
 // runs ten times fast (libfaketime); the third votes.
 func TestInspect_quarantinedNodes(t *testing.T) {
 	t.Parallel()
-	libfaketime := redistest.RequireFaketime(t)
-	cluster := redistest.Start(t, 3)
-	cluster.Nodes[2].SetEnv(redistest.FastClock(libfaketime, 10))
-	if err := cluster.Nodes[2].Restart(false); err != nil {
+	libfaketime := redlocktest.RequireFaketime(t)
+	cluster := redlocktest.Start(t, 3)
+	cluster.Servers[2].SetEnv(redlocktest.FastClock(libfaketime, 10))
+	if err := cluster.Servers[2].Restart(false); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()

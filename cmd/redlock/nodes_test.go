@@ -4,14 +4,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // TestNodes_hostPortIsARedisURL: a node given as host:port, as people
 // paste addresses, is redis://host:port for every command.
 func TestNodes_hostPortIsARedisURL(t *testing.T) {
 	t.Parallel()
-	addrs := redistest.Start(t, 3).Addrs()
+	addrs := redlocktest.Start(t, 3).Addrs()
 	env := nodesEnvFor(addrs) // 127.0.0.1:PORT, no scheme
 	for _, args := range [][]string{
 		{"init"},

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/workload"
+	"github.com/quorumlock/redlock/redlocktest/workload"
 )
 
 // phases is the demo's timeline, as offsets from the start. The outage

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // TestRun_exitStatus: redlock run is transparent to scripts: CMD's status
@@ -23,7 +23,7 @@ import (
 // nothing.
 func TestRun_exitStatus(t *testing.T) {
 	t.Parallel()
-	urls := redistest.Start(t, 3).URLs()
+	urls := redlocktest.Start(t, 3).URLs()
 	env := nodesEnvFor(append(urls[:2:2], closedPort(t)))
 	for _, c := range []struct {
 		args []string
@@ -59,7 +59,7 @@ func TestRun_exitStatus(t *testing.T) {
 // the intervals the commands themselves write down.
 func TestRun_noOverlap(t *testing.T) {
 	t.Parallel()
-	env := nodesEnvFor(redistest.Start(t, 3).URLs())
+	env := nodesEnvFor(redlocktest.Start(t, 3).URLs())
 	log := filepath.Join(t.TempDir(), "intervals")
 	script := `echo "$0 start $(date +%s%N)" >> "$1"; sleep 0.2; echo "$0 end $(date +%s%N)" >> "$1"`
 	const runs = 4
@@ -142,7 +142,7 @@ func waitAll(t *testing.T, clis []*cli) {
 // another count for the name is refused before anything runs.
 func TestRun_permits(t *testing.T) {
 	t.Parallel()
-	env := nodesEnvFor(redistest.Start(t, 3).URLs())
+	env := nodesEnvFor(redlocktest.Start(t, 3).URLs())
 	log := filepath.Join(t.TempDir(), "intervals")
 	script := `echo "$0 start $(date +%s%N)" >> "$1"; sleep 0.3; echo "$0 end $(date +%s%N)" >> "$1"`
 	const runs = 5
@@ -173,7 +173,7 @@ func TestRun_permits(t *testing.T) {
 // status; the holder is stopped by a forwarded SIGTERM.
 func TestRun_notAcquired(t *testing.T) {
 	t.Parallel()
-	env := nodesEnvFor(redistest.Start(t, 3).URLs())
+	env := nodesEnvFor(redlocktest.Start(t, 3).URLs())
 	ready := filepath.Join(t.TempDir(), "ready")
 	holder := startCLI(t, env, "run", "-name", "busy", "--", "sh", "-c", `echo up > "$0"; exec sleep 20`, ready)
 	waitForFile(t, ready, 10*time.Second)
@@ -207,14 +207,14 @@ func TestRun_lost(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			cluster := redistest.Start(t, 3)
+			cluster := redlocktest.Start(t, 3)
 			dir := t.TempDir()
 			ready, term := filepath.Join(dir, "ready"), filepath.Join(dir, "term")
 			script := c.trap + `; echo up > "$0"; while :; do sleep 0.05; done`
 			held := startCLI(t, nodesEnvFor(cluster.URLs()), "run", "-name", "doomed", "-ttl", "1s", "-grace", "300ms",
 				"--", "sh", "-c", script, ready, term)
 			waitForFile(t, ready, 10*time.Second)
-			for _, node := range cluster.Nodes[1:] {
+			for _, node := range cluster.Servers[1:] {
 				if err := node.Kill(); err != nil {
 					t.Fatal(err)
 				}
@@ -243,7 +243,7 @@ func TestRun_killedRedlockKillsCMD(t *testing.T) {
 		t.Skip("CMD dies with redlock on Linux only")
 	}
 	t.Parallel()
-	env := nodesEnvFor(redistest.Start(t, 3).URLs())
+	env := nodesEnvFor(redlocktest.Start(t, 3).URLs())
 	pidFile := filepath.Join(t.TempDir(), "pid")
 	c := startCLI(t, env, "run", "-name", "orphan", "--", "sh", "-c", `echo $$ > "$0"; exec sleep 30`, pidFile)
 	pid, err := strconv.Atoi(strings.TrimSpace(waitForFile(t, pidFile, 10*time.Second)))
@@ -269,10 +269,10 @@ func TestRun_killedRedlockKillsCMD(t *testing.T) {
 // once with 125 and a message naming the key, not after -wait with 124.
 func TestRun_wrongTypeKey(t *testing.T) {
 	t.Parallel()
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	env := nodesEnvFor(cluster.URLs())
 	ctx := context.Background()
-	for i := range cluster.Nodes {
+	for i := range cluster.Servers {
 		admin := cluster.Admin(t, i)
 		if err := admin.Set(ctx, "redlock:{typed}", "x", 0).Err(); err != nil {
 			t.Fatal(err)
@@ -304,16 +304,16 @@ func TestRun_wrongTypeKey(t *testing.T) {
 // node's timeout (500ms) for the calls still out to it.
 func TestRun_pausedNodeDelaysNeitherStartNorExit(t *testing.T) {
 	t.Parallel()
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	env := nodesEnvFor(cluster.URLs())
 	dir := t.TempDir()
 	// The same run with every node live first: the CLI's own start on a
 	// loaded machine is the baseline a paused node must not add to.
 	baseline, _ := timedRun(t, env, filepath.Join(dir, "live"))
-	if err := cluster.Nodes[2].Pause(); err != nil {
+	if err := cluster.Servers[2].Pause(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = cluster.Nodes[2].Resume() })
+	t.Cleanup(func() { _ = cluster.Servers[2].Resume() })
 	took, delay := timedRun(t, env, filepath.Join(dir, "paused"))
 	t.Logf("CMD started %v after redlock run (%v with every node live); redlock run exited %v after CMD", took, baseline, delay)
 	if took > baseline+400*time.Millisecond {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // TestUnlock_forceTakesTheLockFromARunningHolder: redlock unlock -force
@@ -16,7 +16,7 @@ import (
 // at once. Without -force nothing happens (exit 2).
 func TestUnlock_forceTakesTheLockFromARunningHolder(t *testing.T) {
 	t.Parallel()
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	env := nodesEnvFor(cluster.URLs())
 	started := filepath.Join(t.TempDir(), "started")
 	holder := startCLI(t, env, "run", "-name", "stuck", "-ttl", "3s", "-grace", "1s", "--", "sh", "-c", `echo started > "$0"; exec sleep 30`, started)
@@ -52,7 +52,7 @@ func TestUnlock_forceTakesTheLockFromARunningHolder(t *testing.T) {
 // the fence moved. A normal run prints nothing.
 func TestUnlock_forcedHolderWhoseCommandEndsFirst(t *testing.T) {
 	t.Parallel()
-	env := nodesEnvFor(redistest.Start(t, 3).URLs())
+	env := nodesEnvFor(redlocktest.Start(t, 3).URLs())
 	dir := t.TempDir()
 	started, forcedFile := filepath.Join(dir, "started"), filepath.Join(dir, "forced")
 	holder := startCLI(t, env, "run", "-name", "brief", "-fencing", "-ttl", "30s", "--", "sh", "-c",
@@ -86,7 +86,7 @@ func TestUnlock_forcedHolderWhoseCommandEndsFirst(t *testing.T) {
 // could not (exit 125, no quorum).
 func TestUnlock_majorityDown(t *testing.T) {
 	t.Parallel()
-	env := nodesEnvFor([]string{redistest.Start(t, 1).URLs()[0], closedPort(t), closedPort(t)})
+	env := nodesEnvFor([]string{redlocktest.Start(t, 1).URLs()[0], closedPort(t), closedPort(t)})
 	c := runCLI(t, env, "unlock", "-force", "-timeout", "200ms", "stuck")
 	c.expect(t, exitError, "no quorum", "reached 1 of 3 nodes")
 }

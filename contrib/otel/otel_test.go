@@ -8,7 +8,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	redlockotel "github.com/quorumlock/redlock/contrib/otel"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -21,7 +21,7 @@ import (
 // and metrics.
 type traced struct {
 	client  *redlock.Client
-	cluster *redistest.Cluster
+	cluster *redlocktest.Nodes
 	spans   *tracetest.SpanRecorder
 	tracer  *sdktrace.TracerProvider
 	metrics *sdkmetric.ManualReader
@@ -29,7 +29,7 @@ type traced struct {
 
 func newTraced(t *testing.T, opts ...redlock.Option) *traced {
 	t.Helper()
-	x := &traced{cluster: redistest.Start(t, 3), spans: tracetest.NewSpanRecorder(), metrics: sdkmetric.NewManualReader()}
+	x := &traced{cluster: redlocktest.Start(t, 3), spans: tracetest.NewSpanRecorder(), metrics: sdkmetric.NewManualReader()}
 	x.tracer = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(x.spans))
 	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(x.metrics))
 	t.Cleanup(func() { _ = x.tracer.Shutdown(context.Background()); _ = meters.Shutdown(context.Background()) })
@@ -139,7 +139,7 @@ func TestObserver_nodeErrorsAreEventsAndLeasesAreCounted(t *testing.T) {
 	x := newTraced(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := x.cluster.Nodes[2].Kill(); err != nil {
+	if err := x.cluster.Servers[2].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	lease, err := x.client.Mutex("degraded").Lock(ctx)

@@ -12,11 +12,11 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/quorumlock/redlock"
 	redlockprometheus "github.com/quorumlock/redlock/contrib/prometheus"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 func TestCollector_countsALocksLifeOnTheCallersRegistry(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	metrics := redlockprometheus.NewCollector()

@@ -12,9 +12,9 @@ import (
 
 	"github.com/quorumlock/redlock/internal/core"
 	"github.com/quorumlock/redlock/internal/leases"
-	"github.com/quorumlock/redlock/internal/redistest"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
+	"github.com/quorumlock/redlock/redlocktest"
 )
 
 // node2Rig is a Client on three real nodes whose node 2 another owner
@@ -30,7 +30,7 @@ type node2Rig struct {
 
 func newNode2Rig(t *testing.T, name string) *node2Rig {
 	t.Helper()
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	c, err := New(cluster.Clients(t), core.WithQueueTimeout(time.Minute))
@@ -152,7 +152,7 @@ func TestUndo_leavesTheQueueOnlyOnceTheCallEnded(t *testing.T) {
 // that lease back and gone on waiting, and a lock handed for a later
 // attempt of it may be part of a lease taken from the notices.
 func TestLease_lateRefusalPassesOnOnlyItsOwnHanding(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := New(cluster.Clients(t))

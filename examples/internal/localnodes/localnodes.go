@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redisproc"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 	"github.com/redis/go-redis/v9"
 )
 

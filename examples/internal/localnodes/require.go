@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/redisproc"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 )
 
 // Require skips t without redis-server, or fails it when

@@ -12,8 +12,8 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/integration/internal/harness"
 	"github.com/quorumlock/redlock/integration/internal/nodes"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/workload"
+	"github.com/quorumlock/redlock/redlocktest/checker"
+	"github.com/quorumlock/redlock/redlocktest/workload"
 )
 
 // The negative controls break one of the assumptions in docs/safety.md on purpose

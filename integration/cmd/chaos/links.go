@@ -6,12 +6,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/faultproxy"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
 )
 
 // linkKind is a one-way fault on the link between one Client and one
 // node. The nodes' image is FROM scratch (no tc) and the kernel has no
-// netem, so the runner puts an in-process proxy (internal/faultproxy) on
+// netem, so the runner puts an in-process proxy (redlocktest/faultproxy) on
 // every (Client, node) link, in front of the node's published port, and
 // injects these faults there. Node faults stay Docker's (package nodes).
 type linkKind string

@@ -9,7 +9,7 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/integration/internal/harness"
 	"github.com/quorumlock/redlock/integration/internal/nodes"
-	"github.com/quorumlock/redlock/internal/checker"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 	"github.com/redis/go-redis/v9"
 )
 

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/workload"
+	"github.com/quorumlock/redlock/redlocktest/workload"
 )
 
 // lockErrorsShown bounds the lock errors a run prints.

@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/workload"
+	"github.com/quorumlock/redlock/redlocktest/checker"
+	"github.com/quorumlock/redlock/redlocktest/workload"
 	"github.com/redis/go-redis/v9"
 )
 

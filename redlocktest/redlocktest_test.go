@@ -1,4 +1,4 @@
-package redistest_test
+package redlocktest_test
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/goleak"
 )
@@ -25,13 +25,13 @@ func context2s(t *testing.T) context.Context {
 }
 
 func TestSetGetOnEveryNode(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	ctx := context2s(t)
 	if len(cluster.Addrs()) != 3 || len(cluster.URLs()) != 3 {
 		t.Fatalf("want 3 addrs and urls, got %v %v", cluster.Addrs(), cluster.URLs())
 	}
 	ports := map[int]bool{}
-	for _, node := range cluster.Nodes {
+	for _, node := range cluster.Servers {
 		ports[node.Port()] = true
 	}
 	if len(ports) != 3 {
@@ -53,8 +53,8 @@ func TestSetGetOnEveryNode(t *testing.T) {
 }
 
 func TestPauseResume(t *testing.T) {
-	cluster := redistest.Start(t, 1)
-	node := cluster.Nodes[0]
+	cluster := redlocktest.Start(t, 1)
+	node := cluster.Servers[0]
 	client := redis.NewClient(&redis.Options{
 		Addr:        node.Addr(),
 		ReadTimeout: 200 * time.Millisecond,
@@ -91,20 +91,20 @@ func TestPauseResume(t *testing.T) {
 }
 
 func TestKillRefusesConnections(t *testing.T) {
-	cluster := redistest.Start(t, 2)
+	cluster := redlocktest.Start(t, 2)
 	ctx := context2s(t)
 	clients := cluster.Clients(t)
 	if err := clients[0].Set(ctx, "key", "value", 0).Err(); err != nil {
 		t.Fatalf("SET: %v", err)
 	}
-	if err := cluster.Nodes[0].Kill(); err != nil {
+	if err := cluster.Servers[0].Kill(); err != nil {
 		t.Fatalf("Kill: %v", err)
 	}
-	if err := cluster.Nodes[0].Kill(); err != nil {
+	if err := cluster.Servers[0].Kill(); err != nil {
 		t.Fatalf("second Kill: %v", err)
 	}
 	// The pooled connection sees EOF/reset; a fresh one must be refused.
-	fresh := redis.NewClient(&redis.Options{Addr: cluster.Nodes[0].Addr(), MaxRetries: -1, DialerRetries: 1})
+	fresh := redis.NewClient(&redis.Options{Addr: cluster.Servers[0].Addr(), MaxRetries: -1, DialerRetries: 1})
 	defer fresh.Close()
 	if err := fresh.Ping(ctx).Err(); !errors.Is(err, syscall.ECONNREFUSED) {
 		t.Fatalf("PING on killed node: want connection refused, got %v", err)
@@ -118,8 +118,8 @@ func TestKillRefusesConnections(t *testing.T) {
 }
 
 func TestRestart(t *testing.T) {
-	cluster := redistest.Start(t, 1)
-	node := cluster.Nodes[0]
+	cluster := redlocktest.Start(t, 1)
+	node := cluster.Servers[0]
 	port := node.Port()
 	ctx := context2s(t)
 	admin := cluster.Admin(t, 0)
@@ -162,11 +162,11 @@ func TestRestart(t *testing.T) {
 
 func TestRequireRedisSkipsWithoutBinary(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	t.Setenv(redistest.RequireRedisEnv, "")
+	t.Setenv(redlocktest.RequireRedisEnv, "")
 	var skipped bool
 	t.Run("missing", func(t *testing.T) {
 		defer func() { skipped = t.Skipped() }()
-		redistest.RequireRedis(t)
+		redlocktest.RequireRedis(t)
 	})
 	if !skipped {
 		t.Fatal("RequireRedis did not skip without redis-server in PATH")

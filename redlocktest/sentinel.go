@@ -1,4 +1,4 @@
-package redistest
+package redlocktest
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/redisproc"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -46,7 +46,7 @@ func StartSentinel(t testing.TB, n int) []*SentinelMember {
 		dir := filepath.Join(base, fmt.Sprintf("member%d", i))
 		master, err := redisproc.Start(redisproc.Config{Dir: filepath.Join(dir, "master"), Binary: binary})
 		if err != nil {
-			t.Fatalf("redistest: start master %d: %v", i, err)
+			t.Fatalf("redlocktest: start master %d: %v", i, err)
 		}
 		t.Cleanup(func() { _ = master.Kill() })
 		m := &SentinelMember{Name: fmt.Sprintf("member%d", i), Master: master}
@@ -83,7 +83,7 @@ func startSentinel(t testing.TB, binary, dir string, m *SentinelMember) *redispr
 	}
 	sentinel, err := redisproc.Start(redisproc.Config{Dir: dir, Binary: wrapper, Undeclared: true})
 	if err != nil {
-		t.Fatalf("redistest: start sentinel of %s: %v", m.Name, err)
+		t.Fatalf("redlocktest: start sentinel of %s: %v", m.Name, err)
 	}
 	t.Cleanup(func() { _ = sentinel.Kill() })
 	return sentinel
@@ -103,7 +103,7 @@ func (m *SentinelMember) waitReplicaKnown(t testing.TB) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redistest: sentinel of %s does not know its replica: %v %v", m.Name, replicas, err)
+			t.Fatalf("redlocktest: sentinel of %s does not know its replica: %v %v", m.Name, replicas, err)
 		}
 	}
 }
@@ -139,7 +139,7 @@ func (m *SentinelMember) MasterAddr(t testing.TB) string {
 	t.Helper()
 	addr, err := masterAddr(m.admin(t), m.Name)
 	if err != nil {
-		t.Fatalf("redistest: SENTINEL GET-MASTER-ADDR-BY-NAME %s: %v", m.Name, err)
+		t.Fatalf("redlocktest: SENTINEL GET-MASTER-ADDR-BY-NAME %s: %v", m.Name, err)
 	}
 	return addr
 }
@@ -167,7 +167,7 @@ func (m *SentinelMember) WaitPromoted(t testing.TB, timeout time.Duration) time.
 		}
 		if time.Now().After(deadline) {
 			log, _ := os.ReadFile(filepath.Join(m.Sentinel.Dir(), redisproc.LogFile))
-			t.Fatalf("redistest: %s not failed over after %v: master %s (%v)\n%s", m.Name, timeout, addr, err,
+			t.Fatalf("redlocktest: %s not failed over after %v: master %s (%v)\n%s", m.Name, timeout, addr, err,
 				strings.TrimSpace(string(log)))
 		}
 	}
@@ -181,6 +181,6 @@ func (m *SentinelMember) WaitReplicated(t testing.TB) {
 	defer master.Close()
 	acked, err := master.Do(context.Background(), "WAIT", 1, (adminTimeout / 2).Milliseconds()).Int()
 	if err != nil || acked != 1 {
-		t.Fatalf("redistest: WAIT on the master of %s: %d replicas, %v", m.Name, acked, err)
+		t.Fatalf("redlocktest: WAIT on the master of %s: %d replicas, %v", m.Name, acked, err)
 	}
 }

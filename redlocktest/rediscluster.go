@@ -1,4 +1,4 @@
-package redistest
+package redlocktest
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redisproc"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -39,7 +39,7 @@ func StartRedisCluster(t testing.TB, shards int, args ...string) *RedisCluster {
 				"--cluster-node-timeout", "2000"}, args...),
 		})
 		if err != nil {
-			t.Fatalf("redistest: start shard %d: %v", i, err)
+			t.Fatalf("redlocktest: start shard %d: %v", i, err)
 		}
 		t.Cleanup(func() { _ = server.Kill() })
 		first, last := i*16384/shards, (i+1)*16384/shards-1
@@ -57,11 +57,11 @@ func (rc *RedisCluster) join(t testing.TB) {
 	for i, s := range rc.Shards {
 		admin := newClient(t, s.Addr(), adminTimeout)
 		if err := admin.ClusterAddSlotsRange(ctx, rc.Ranges[i][0], rc.Ranges[i][1]).Err(); err != nil {
-			t.Fatalf("redistest: shard %d: CLUSTER ADDSLOTSRANGE: %v", i, err)
+			t.Fatalf("redlocktest: shard %d: CLUSTER ADDSLOTSRANGE: %v", i, err)
 		}
 		if i > 0 {
 			if err := admin.ClusterMeet(ctx, "127.0.0.1", strconv.Itoa(rc.Shards[0].Port())).Err(); err != nil {
-				t.Fatalf("redistest: shard %d: CLUSTER MEET: %v", i, err)
+				t.Fatalf("redlocktest: shard %d: CLUSTER MEET: %v", i, err)
 			}
 		}
 	}
@@ -83,7 +83,7 @@ func (rc *RedisCluster) WaitOK(t testing.TB) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("redistest: shard %d not ready: %s", i, info)
+				t.Fatalf("redlocktest: shard %d not ready: %s", i, info)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}

@@ -1,4 +1,4 @@
-package redistest
+package redlocktest
 
 import (
 	"cmp"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/quorumlock/redlock/internal/redisproc"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 )
 
 // libfaketimeEnv names a libfaketime.so.1 to use instead of the usual places.
@@ -82,7 +82,7 @@ func sizedFreeShim(t testing.TB) (string, error) {
 	}
 	file, err := elf.Open(binary)
 	if err != nil {
-		return "", fmt.Errorf("redistest: read %s: %w", binary, err)
+		return "", fmt.Errorf("redlocktest: read %s: %w", binary, err)
 	}
 	symbols, err := file.ImportedSymbols()
 	file.Close()
@@ -98,7 +98,7 @@ func sizedFreeShim(t testing.TB) (string, error) {
 	}
 	out, err := exec.Command(compiler, "-shared", "-fPIC", "-O2", "-o", shim, source).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("redistest: %s frees with sdallocx; building its shim for libfaketime needs a C compiler "+
+		return "", fmt.Errorf("redlocktest: %s frees with sdallocx; building its shim for libfaketime needs a C compiler "+
 			"(`apt-get install -y gcc`, or set CC): %s: %w %s", filepath.Base(binary), compiler, err, strings.TrimSpace(string(out)))
 	}
 	return shim, nil

@@ -7,15 +7,15 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestRun_everyModeSafeOnHealthyNodes(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	var clients []*redlock.Client
 	for range 2 {
 		c, err := redlock.New(cluster.Clients(t))
@@ -77,7 +77,7 @@ func TestRecord_detectsALostUpdate(t *testing.T) {
 
 // Every lock mode's lock is fenced, and the names match the records.
 func TestLocker_everyModeFenced(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c, err := redlock.New(cluster.Clients(t))
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +115,7 @@ func TestLocker_everyModeFenced(t *testing.T) {
 // The semaphore's record: SemaphorePermits holders with valid leases fill
 // it, one more is over, and one leaving frees a place.
 func TestHolders_overAtPermitsPlusOne(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c, err := redlock.New(cluster.Clients(t))
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +152,7 @@ func TestHolders_overAtPermitsPlusOne(t *testing.T) {
 // A reader's section must catch a write made while its read lease is
 // valid (a writer overlapping a reader), and not count one made before.
 func TestReadSection_detectsAWriteUnderARead(t *testing.T) {
-	cluster := redistest.Start(t, 3)
+	cluster := redlocktest.Start(t, 3)
 	c, err := redlock.New(cluster.Clients(t))
 	if err != nil {
 		t.Fatal(err)

@@ -1,11 +1,20 @@
-// Package redistest starts real redis-server processes for tests.
+// Package redlocktest starts real redis-server (or valkey-server) nodes for
+// tests of code that uses redlock, and breaks them the way production
+// does: kill, restart (empty, from a snapshot, from its append-only file),
+// pause, resume, partition, slow a link, and run one node's clock fast.
+//
+//	nodes := redlocktest.Start(t, 3)                // declared new: they vote at once
+//	client, err := redlock.New(nodes.Clients(t))
+//	...
+//	nodes.Kill(t, 2)                                // a minority down: locking goes on
 //
 // Servers are started in t.TempDir() subdirectories and killed via
 // t.Cleanup. The binary is redis-server, or the one REDLOCK_SERVER names
 // (redisproc.ServerEnv, e.g. valkey-server). When it is missing the test
 // is skipped with an installation hint, unless REDLOCK_REQUIRE_REDIS=1 is
-// set, in which case it fails instead.
-package redistest
+// set, in which case it fails instead. Fault methods fail the test when
+// they cannot do what they say.
+package redlocktest
 
 import (
 	"context"
@@ -17,8 +26,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/redisproc"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 )
@@ -33,9 +42,12 @@ const (
 	adminTimeout  = 2 * time.Second
 )
 
-// Cluster is a set of independent redis-server processes (not a Redis Cluster).
-type Cluster struct {
-	Nodes []*redisproc.Server
+// Nodes is a set of independent redis-server processes (not a Redis Cluster).
+type Nodes struct {
+	Servers []*redisproc.Server // in node order
+	// proxies stand between the clients and the servers
+	// (StartBehindProxies); nil when the clients dial the servers.
+	proxies []*faultproxy.Proxy
 }
 
 // RequireRedis returns the path of the server binary (redis-server, or
@@ -57,14 +69,14 @@ func RequireRedis(t testing.TB) string {
 // own t.TempDir() subdirectory, with args appended to every command line.
 // All of them are killed by t.Cleanup (before the directories are removed).
 // Any start failure fails the test.
-func Start(t testing.TB, n int, args ...string) *Cluster {
+func Start(t testing.TB, n int, args ...string) *Nodes {
 	t.Helper()
 	if n < 1 {
-		t.Fatalf("redistest: Start needs n >= 1, got %d", n)
+		t.Fatalf("redlocktest: Start needs n >= 1, got %d", n)
 	}
 	binary := RequireRedis(t)
 	base := t.TempDir()
-	cluster := &Cluster{}
+	cluster := &Nodes{}
 	for i := range n {
 		server, err := redisproc.Start(redisproc.Config{
 			Dir:    filepath.Join(base, fmt.Sprintf("node%d", i)),
@@ -72,32 +84,41 @@ func Start(t testing.TB, n int, args ...string) *Cluster {
 			Binary: binary,
 		})
 		if err != nil {
-			t.Fatalf("redistest: start node %d: %v", i, err)
+			t.Fatalf("redlocktest: start node %d: %v", i, err)
 		}
 		t.Cleanup(func() {
 			if err := server.Kill(); err != nil {
-				t.Errorf("redistest: kill node %d: %v", i, err)
+				t.Errorf("redlocktest: kill node %d: %v", i, err)
 			}
 		})
-		cluster.Nodes = append(cluster.Nodes, server)
+		cluster.Servers = append(cluster.Servers, server)
 	}
 	return cluster
 }
 
-// Addrs returns "127.0.0.1:PORT" for every node, in node order.
-func (c *Cluster) Addrs() []string {
-	addrs := make([]string, len(c.Nodes))
-	for i, node := range c.Nodes {
-		addrs[i] = node.Addr()
+// addr is where clients reach node i: its proxy's address, or its own.
+func (c *Nodes) addr(i int) string {
+	if c.proxies != nil {
+		return c.proxies[i].Addr()
+	}
+	return c.Servers[i].Addr()
+}
+
+// Addrs returns "127.0.0.1:PORT" for every node (its proxy's, behind
+// proxies), in node order.
+func (c *Nodes) Addrs() []string {
+	addrs := make([]string, len(c.Servers))
+	for i := range c.Servers {
+		addrs[i] = c.addr(i)
 	}
 	return addrs
 }
 
 // URLs returns "redis://127.0.0.1:PORT" for every node, in node order.
-func (c *Cluster) URLs() []string {
-	urls := make([]string, len(c.Nodes))
-	for i, node := range c.Nodes {
-		urls[i] = node.URL()
+func (c *Nodes) URLs() []string {
+	urls := make([]string, len(c.Servers))
+	for i := range c.Servers {
+		urls[i] = "redis://" + c.addr(i)
 	}
 	return urls
 }
@@ -105,36 +126,36 @@ func (c *Cluster) URLs() []string {
 // Clients returns one client per node (each a *redis.Client) with 500ms
 // dial/read/write timeouts, a single dial attempt and no command retries,
 // so a dead or paused node fails fast. They are closed by t.Cleanup.
-func (c *Cluster) Clients(t testing.TB) []redis.UniversalClient {
+func (c *Nodes) Clients(t testing.TB) []redis.UniversalClient {
 	t.Helper()
-	clients := make([]redis.UniversalClient, len(c.Nodes))
-	for i, node := range c.Nodes {
-		clients[i] = newClient(t, node.Addr(), clientTimeout)
+	clients := make([]redis.UniversalClient, len(c.Servers))
+	for i := range c.Servers {
+		clients[i] = newClient(t, c.addr(i), clientTimeout)
 	}
 	return clients
 }
 
 // Admin returns a client for node i with 2s timeouts, intended for test
 // assertions. It is closed by t.Cleanup.
-func (c *Cluster) Admin(t testing.TB, i int) *redis.Client {
+func (c *Nodes) Admin(t testing.TB, i int) *redis.Client {
 	t.Helper()
-	if i < 0 || i >= len(c.Nodes) {
-		t.Fatalf("redistest: Admin: node %d out of range [0,%d)", i, len(c.Nodes))
+	if i < 0 || i >= len(c.Servers) {
+		t.Fatalf("redlocktest: Admin: node %d out of range [0,%d)", i, len(c.Servers))
 	}
-	return newClient(t, c.Nodes[i].Addr(), adminTimeout)
+	return newClient(t, c.Servers[i].Addr(), adminTimeout)
 }
 
 // ScriptsOnly returns a client for node i (as Clients makes them) logged in
 // as a user that may run scripts but not load or list Functions, as on a
 // service that forbids FUNCTION. It is closed by t.Cleanup.
-func (c *Cluster) ScriptsOnly(t testing.TB, i int) *redis.Client {
+func (c *Nodes) ScriptsOnly(t testing.TB, i int) *redis.Client {
 	t.Helper()
 	err := c.Admin(t, i).Do(context.Background(), "ACL", "SETUSER", "scripts", "on", ">scripts", "~*", "&*",
 		"+@all", "-function").Err()
 	if err != nil {
-		t.Fatalf("redistest: ScriptsOnly: ACL SETUSER: %v", err)
+		t.Fatalf("redlocktest: ScriptsOnly: ACL SETUSER: %v", err)
 	}
-	opts := clientOptions(c.Nodes[i].Addr(), clientTimeout)
+	opts := clientOptions(c.Servers[i].Addr(), clientTimeout)
 	opts.Username, opts.Password = "scripts", "scripts"
 	client := redis.NewClient(opts)
 	t.Cleanup(func() { _ = client.Close() })
@@ -155,16 +176,16 @@ func FlushScripts(ctx context.Context, admin *redis.Client) error {
 // (stopped or paused nodes are skipped), not counting tombstones of
 // released holds (keys ending in ":gone"): they lock nothing and expire at
 // the lock's TTL; nor the node's marker of complete data (redlock:node). A failing read fails the test.
-func (c *Cluster) KeyCount(t testing.TB) int64 {
+func (c *Nodes) KeyCount(t testing.TB) int64 {
 	t.Helper()
 	var total int64
-	for i, node := range c.Nodes {
+	for i, node := range c.Servers {
 		if !node.Running() || node.Paused() {
 			continue
 		}
 		count, err := dbSize(node.Addr())
 		if err != nil {
-			t.Fatalf("redistest: DBSIZE on node %d (%s): %v", i, node.Addr(), err)
+			t.Fatalf("redlocktest: DBSIZE on node %d (%s): %v", i, node.Addr(), err)
 		}
 		total += count
 	}
@@ -191,9 +212,9 @@ func dbSize(addr string) (int64, error) {
 
 // Keys returns every key on node i, sorted, read with SCAN (which skips
 // keys whose TTL has passed). A failing read fails the test.
-func (c *Cluster) Keys(t testing.TB, i int) []string {
+func (c *Nodes) Keys(t testing.TB, i int) []string {
 	t.Helper()
-	client := redis.NewClient(clientOptions(c.Nodes[i].Addr(), adminTimeout))
+	client := redis.NewClient(clientOptions(c.Servers[i].Addr(), adminTimeout))
 	defer client.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
@@ -203,7 +224,7 @@ func (c *Cluster) Keys(t testing.TB, i int) []string {
 		keys = append(keys, iter.Val())
 	}
 	if err := iter.Err(); err != nil {
-		t.Fatalf("redistest: SCAN on node %d (%s): %v", i, c.Nodes[i].Addr(), err)
+		t.Fatalf("redlocktest: SCAN on node %d (%s): %v", i, c.Servers[i].Addr(), err)
 	}
 	slices.Sort(keys)
 	return slices.Compact(keys) // SCAN may return a key twice
@@ -259,7 +280,7 @@ func StartReplica(t testing.TB, primary *redis.Client) (*redisproc.Server, *faul
 			return replica, link, admin
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("redistest: replica not in sync: %s", info)
+			t.Fatalf("redlocktest: replica not in sync: %s", info)
 		}
 	}
 }

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/faultproxy"
-	"github.com/quorumlock/redlock/internal/redistest"
+	"github.com/quorumlock/redlock/redlocktest"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 	"go.uber.org/goleak"
@@ -37,10 +37,10 @@ const timeout = 200 * time.Millisecond
 
 // setup starts one redis-server and a proxy in front of it, both stopped
 // at cleanup, and returns the proxy, a client through it and a direct one.
-func setup(t *testing.T) (*faultproxy.Proxy, *redis.Client, *redis.Client, *redistest.Cluster) {
+func setup(t *testing.T) (*faultproxy.Proxy, *redis.Client, *redis.Client, *redlocktest.Nodes) {
 	t.Helper()
-	cluster := redistest.Start(t, 1)
-	proxy := newProxy(t, cluster.Nodes[0].Addr())
+	cluster := redlocktest.Start(t, 1)
+	proxy := newProxy(t, cluster.Servers[0].Addr())
 	return proxy, newRedis(t, proxy.Addr()), cluster.Admin(t, 0), cluster
 }
 
@@ -301,7 +301,7 @@ func waitFor(t *testing.T, cond func() bool) {
 func TestProxy_targetDown(t *testing.T) {
 	proxy, client, _, cluster := setup(t)
 	mustPing(t, client)
-	if err := cluster.Nodes[0].Kill(); err != nil {
+	if err := cluster.Servers[0].Kill(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ping(newRedis(t, proxy.Addr())); err == nil || isTimeout(err) {
@@ -314,7 +314,7 @@ func TestProxy_targetDown(t *testing.T) {
 		t.Fatalf("PING to a dead target over a cut link: %v, want a timeout", err)
 	}
 	proxy.Heal()
-	if err := cluster.Nodes[0].Restart(false); err != nil {
+	if err := cluster.Servers[0].Restart(false); err != nil {
 		t.Fatal(err)
 	}
 	mustPing(t, newRedis(t, proxy.Addr()))
@@ -323,8 +323,8 @@ func TestProxy_targetDown(t *testing.T) {
 // Close returns promptly even with connections stalled by a cut, and every
 // goroutine is gone (TestMain checks with goleak).
 func TestProxy_closeStopsEverything(t *testing.T) {
-	cluster := redistest.Start(t, 1)
-	proxy, err := faultproxy.New(cluster.Nodes[0].Addr())
+	cluster := redlocktest.Start(t, 1)
+	proxy, err := faultproxy.New(cluster.Servers[0].Addr())
 	if err != nil {
 		t.Fatal(err)
 	}

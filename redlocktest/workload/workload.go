@@ -26,8 +26,8 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock"
-	"github.com/quorumlock/redlock/internal/checker"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 )
 
 // Mode is how a worker takes its lock.

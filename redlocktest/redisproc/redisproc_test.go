@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/quorumlock/redlock/internal/redisproc"
+	"github.com/quorumlock/redlock/redlocktest/redisproc"
 	"go.uber.org/goleak"
 )
 
@@ -20,7 +20,7 @@ func TestMain(m *testing.M) {
 }
 
 // requireRedis skips when redis-server is missing (fails with REDLOCK_REQUIRE_REDIS=1).
-// It is duplicated here because redistest imports this package.
+// It is duplicated here because redlocktest imports this package.
 func requireRedis(t *testing.T) string {
 	t.Helper()
 	path, err := redisproc.LookPath("")
