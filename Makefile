@@ -1,7 +1,8 @@
 # The two commands a newcomer needs: `make demo` and `make test`.
 # Neither installs anything: redis-server must be on PATH, and make test
-# also needs spin and gcc for the model (apt-get install -y redis-server
-# spin gcc faketime); .ci/run installs them on a new machine.
+# also needs spin and gcc for the model and PostgreSQL for examples/jobs
+# (apt-get install -y redis-server spin gcc faketime postgresql); .ci/run
+# installs them on a new machine.
 
 GO ?= go
 PKGS := ./...
