@@ -10,7 +10,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/quorumlock/redlock/examples/internal/localnodes"
+	"go.uber.org/goleak"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMetrics_areServedFromTheExamplesRegistry(t *testing.T) {
 	localnodes.Require(t)
