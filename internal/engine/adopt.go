@@ -280,11 +280,11 @@ func (m *Mutex) adopt(ctx context.Context, k *lockCall) (*leases.Held, outcome) 
 		return nil, outcome{}
 	}
 	k.handoff.attempting() // once: a lease that fails its fencing is given back
-	until := core.ValidUntil(start, m.Queue.Span(), m.Settings.DriftFactor)
+	until := core.ValidUntil(start, m.target.Queue.Span(), m.target.Settings.DriftFactor)
 	if !time.Now().Before(until) {
 		return nil, outcome{}
 	}
-	tally := quorum.Tally[node.Acquired]{Replies: make([]quorum.Reply[node.Acquired], len(m.client.Nodes))}
+	tally := quorum.Tally[node.Acquired]{Replies: make([]quorum.Reply[node.Acquired], len(m.client.runtime.Nodes))}
 	for i := range tally.Replies {
 		tally.Replies[i] = quorum.Reply[node.Acquired]{Vote: quorum.No}
 	}

@@ -49,7 +49,7 @@ func (c *Client) Election(name string, opts ...core.Option) *Election {
 	if name == "" {
 		e.err = fmt.Errorf("%w: empty election name", core.ErrConfig)
 	}
-	e.record = e.mutex.Keys.Lock + ":leader"
+	e.record = e.mutex.target.Keys.Lock + ":leader"
 	return e
 }
 
@@ -58,17 +58,17 @@ func (e *Election) Name() string { return e.name }
 
 // Campaign implements redlock.Election.Campaign, which documents it.
 func (e *Election) Campaign(ctx context.Context, value string) (*Lease, error) {
-	return observed(ctx, &e.mutex.Settings.Observer, e.mutex.event("Campaign", "Election"), func(stats *callStats) (*Lease, error) {
+	return observed(ctx, &e.mutex.target.Settings.Observer, e.mutex.event("Campaign", "Election"), func(stats *callStats) (*Lease, error) {
 		return e.campaign(ctx, value, stats)
 	})
 }
 
 func (e *Election) campaign(ctx context.Context, value string, stats *callStats) (*Lease, error) {
 	c := e.client
-	if err := c.BeginCall(ctx, e.err); err != nil {
+	if err := c.runtime.BeginCall(ctx, e.err); err != nil {
 		return nil, err
 	}
-	defer c.End()
+	defer c.runtime.End()
 	lease, err := e.mutex.acquireStats(reentrant.WithOwner(ctx, reentrant.NewID()), true, stats)
 	if err != nil {
 		return nil, err
@@ -85,7 +85,7 @@ func (e *Election) campaign(ctx context.Context, value string, stats *callStats)
 		}
 		return nil, err
 	}
-	c.Background.Go(func() { e.keepPublished(lease, record) })
+	c.runtime.Background.Go(func() { e.keepPublished(lease, record) })
 	return &Lease{held: lease}, nil
 }
 
@@ -95,19 +95,19 @@ func (e *Election) campaign(ctx context.Context, value string, stats *callStats)
 // renewals put the lock back there: Leader goes on naming the leader.
 func (e *Election) keepPublished(lease *leases.Held, record node.Record) {
 	c := e.client
-	ticker := time.NewTicker(e.mutex.Settings.TTL / 3)
+	ticker := time.NewTicker(e.mutex.target.Settings.TTL / 3)
 	defer ticker.Stop()
 	for {
 		select {
 		case <-ticker.C:
 		case <-lease.Context().Done():
 			return
-		case <-c.Done:
+		case <-c.runtime.Done:
 			return
 		}
-		errs := make([]error, len(c.Nodes))
+		errs := make([]error, len(c.runtime.Nodes))
 		e.mutex.eachNode(lease.Context(), errs, func(ctx context.Context, _ int, n *node.Node) error {
-			_, err := n.Publish(ctx, e.record, record, e.mutex.Settings.TTL)
+			_, err := n.Publish(ctx, e.record, record, e.mutex.target.Settings.TTL)
 			return err
 		})
 	}
@@ -117,10 +117,10 @@ func (e *Election) keepPublished(lease *leases.Held, record node.Record) {
 // for this term, and the lease must still be valid.
 func (e *Election) publish(ctx context.Context, lease *leases.Held, record node.Record) error {
 	c := e.client
-	stored := make([]uint64, len(c.Nodes))
-	errs := make([]error, len(c.Nodes))
+	stored := make([]uint64, len(c.runtime.Nodes))
+	errs := make([]error, len(c.runtime.Nodes))
 	e.mutex.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
-		stored[i], err = n.Publish(ctx, e.record, record, e.mutex.Settings.TTL)
+		stored[i], err = n.Publish(ctx, e.record, record, e.mutex.target.Settings.TTL)
 		return err
 	})
 	published, later := 0, uint64(0)
@@ -128,20 +128,20 @@ func (e *Election) publish(ctx context.Context, lease *leases.Held, record node.
 	for i, err := range errs {
 		switch {
 		case err != nil:
-			nodeErrs = append(nodeErrs, c.NodeError(&e.mutex.Settings, i, err))
+			nodeErrs = append(nodeErrs, c.runtime.NodeError(&e.mutex.target.Settings, i, err))
 		case stored[i] == record.Term:
 			published++
 		default:
 			later = max(later, stored[i])
 		}
 	}
-	need := e.mutex.Settings.QuorumOf(len(c.Nodes))
+	need := e.mutex.target.Settings.QuorumOf(len(c.runtime.Nodes))
 	switch {
 	case later > 0:
 		return fmt.Errorf("%w: term %d was published, after this one (%d): this leadership is over", core.ErrNotAcquired, later, record.Term)
 	case published < need:
 		return leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: the leader was published on %d of %d nodes, %d needed",
-			core.ErrNoQuorum, published, len(c.Nodes), need))
+			core.ErrNoQuorum, published, len(c.runtime.Nodes), need))
 	}
 	if err := lease.Err(); err != nil {
 		return fmt.Errorf("%w: leadership ended while it was published: %w", core.ErrNotAcquired, err)
@@ -152,15 +152,15 @@ func (e *Election) publish(ctx context.Context, lease *leases.Held, record node.
 // Leader implements redlock.Election.Leader, which documents it.
 func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	c := e.client
-	if err := c.BeginCall(ctx, e.err); err != nil {
+	if err := c.runtime.BeginCall(ctx, e.err); err != nil {
 		return Leader{}, err
 	}
-	defer c.End()
+	defer c.runtime.End()
 	// The lock and the records are read at once: two rounds, one wait.
 	var info LockInfo
 	var err error
-	records := make([]node.Record, len(c.Nodes))
-	errs := make([]error, len(c.Nodes))
+	records := make([]node.Record, len(c.runtime.Nodes))
+	errs := make([]error, len(c.runtime.Nodes))
 	var reads sync.WaitGroup
 	reads.Go(func() { info, err = e.mutex.inspect(ctx) })
 	e.mutex.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
@@ -178,15 +178,15 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 	var nodeErrs []error
 	for i, err := range errs {
 		if err != nil {
-			nodeErrs = append(nodeErrs, c.NodeError(&e.mutex.Settings, i, err))
+			nodeErrs = append(nodeErrs, c.runtime.NodeError(&e.mutex.target.Settings, i, err))
 		} else if records[i].Term > latest.Term {
 			latest = records[i]
 		}
 	}
-	need := e.mutex.Settings.QuorumOf(len(c.Nodes))
-	if answered := len(c.Nodes) - len(nodeErrs); answered < need {
+	need := e.mutex.target.Settings.QuorumOf(len(c.runtime.Nodes))
+	if answered := len(c.runtime.Nodes) - len(nodeErrs); answered < need {
 		return Leader{}, leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
-			core.ErrNoQuorum, answered, len(c.Nodes), need))
+			core.ErrNoQuorum, answered, len(c.runtime.Nodes), need))
 	}
 	if latest.Owner != info.Owner {
 		return Leader{}, fmt.Errorf("%w: election %q: its holder has not published its value yet", ErrNoLeader, e.name)
@@ -198,13 +198,13 @@ func (e *Election) Leader(ctx context.Context) (Leader, error) {
 func (e *Election) Observe(ctx context.Context) <-chan Leader {
 	ch := make(chan Leader)
 	c := e.client
-	if e.err != nil || ctx == nil || !c.Begin() {
+	if e.err != nil || ctx == nil || !c.runtime.Begin() {
 		close(ch)
 		return ch
 	}
-	every := min(max(e.mutex.Settings.TTL/10, 10*time.Millisecond), time.Second)
+	every := min(max(e.mutex.target.Settings.TTL/10, 10*time.Millisecond), time.Second)
 	go func() {
-		defer c.End()
+		defer c.runtime.End()
 		defer close(ch)
 		ticker := time.NewTicker(every)
 		defer ticker.Stop()
@@ -226,7 +226,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 					continue // not taken: read again, send the latest
 				case <-ctx.Done():
 					return
-				case <-c.Done:
+				case <-c.runtime.Done:
 					return
 				}
 			}
@@ -234,7 +234,7 @@ func (e *Election) Observe(ctx context.Context) <-chan Leader {
 			case <-ticker.C:
 			case <-ctx.Done():
 				return
-			case <-c.Done:
+			case <-c.runtime.Done:
 				return
 			}
 		}

@@ -21,8 +21,8 @@ func CloseGrace(c *Client) time.Duration { return c.closeGrace() }
 
 // NodeRTTs is what c learned of each node's round trip (0: nothing yet).
 func NodeRTTs(c *Client) []time.Duration {
-	rtts := make([]time.Duration, len(c.Nodes))
-	for i, n := range c.Nodes {
+	rtts := make([]time.Duration, len(c.runtime.Nodes))
+	for i, n := range c.runtime.Nodes {
 		rtts[i], _ = n.RTT()
 	}
 	return rtts

@@ -67,10 +67,10 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 	if m.err != nil {
 		return info, m.err
 	}
-	if !c.Begin() {
+	if !c.runtime.Begin() {
 		return info, core.ErrClosed
 	}
-	defer c.End()
+	defer c.runtime.End()
 	return m.inspect(ctx)
 }
 
@@ -78,12 +78,12 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 	c := m.client
 	info := m.readNodes(ctx)
-	need := m.Settings.QuorumOf(len(c.Nodes))
+	need := m.target.Settings.QuorumOf(len(c.runtime.Nodes))
 	answered, holders := 0, make(map[string]int)
 	var nodeErrs []error
 	for _, n := range info.Nodes {
 		if n.Err != nil {
-			nodeErrs = append(nodeErrs, c.NodeError(&m.Settings, n.Node, n.Err))
+			nodeErrs = append(nodeErrs, c.runtime.NodeError(&m.target.Settings, n.Node, n.Err))
 			continue
 		}
 		answered++
@@ -95,7 +95,7 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 	}
 	if answered < need {
 		return info, leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: %d of %d nodes answered, %d needed",
-			core.ErrNoQuorum, answered, len(c.Nodes), need))
+			core.ErrNoQuorum, answered, len(c.runtime.Nodes), need))
 	}
 	for owner, count := range holders {
 		if count >= need {
@@ -113,9 +113,9 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 // that did not answer.
 func (m *Mutex) readNodes(ctx context.Context) LockInfo {
 	c := m.client
-	info := LockInfo{Name: m.LockName, Nodes: make([]NodeInfo, len(c.Nodes))}
-	keys := m.Keys.Node()
-	m.eachNode(ctx, make([]error, len(c.Nodes)), func(ctx context.Context, i int, n *node.Node) error {
+	info := LockInfo{Name: m.target.LockName, Nodes: make([]NodeInfo, len(c.runtime.Nodes))}
+	keys := m.target.Keys.Node()
+	m.eachNode(ctx, make([]error, len(c.runtime.Nodes)), func(ctx context.Context, i int, n *node.Node) error {
 		view, err := n.Inspect(ctx, keys)
 		info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Err: err}
 		if err == nil {
@@ -158,16 +158,16 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	if m.err != nil {
 		return m.err
 	}
-	if !c.Begin() {
+	if !c.runtime.Begin() {
 		return core.ErrClosed
 	}
-	defer c.End()
-	keys, notice := m.Keys.Node(), reentrant.NewID()
+	defer c.runtime.End()
+	keys, notice := m.target.Keys.Node(), reentrant.NewID()
 	tombstone := time.Duration(c.longest.Load())
-	forced := make([]node.Forced, len(c.Nodes))
-	errs := make([]error, len(c.Nodes))
+	forced := make([]node.Forced, len(c.runtime.Nodes))
+	errs := make([]error, len(c.runtime.Nodes))
 	m.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
-		forced[i], err = n.ForceRelease(ctx, keys, tombstone, m.Queue.Window(), notice)
+		forced[i], err = n.ForceRelease(ctx, keys, tombstone, m.target.Queue.Window(), notice)
 		return err
 	})
 	removed, highest := 0, uint64(0)
@@ -177,7 +177,7 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 			highest = max(highest, f.Fence)
 			if f.Next != "" {
 				// A waiter of this Client may be next: wake it now.
-				c.Hub.Wake(m.Queue.Channel, notice+" "+f.Next)
+				c.runtime.Hub.Wake(m.target.Queue.Channel, notice+" "+f.Next)
 			}
 		}
 	}
@@ -193,18 +193,18 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	var nodeErrs []error
 	for i, err := range errs {
 		if err != nil {
-			nodeErrs = append(nodeErrs, c.NodeError(&m.Settings, i, err))
+			nodeErrs = append(nodeErrs, c.runtime.NodeError(&m.target.Settings, i, err))
 		}
 	}
-	m.Settings.Logger.Warn("redlock: lock force-unlocked", "lock", name, "holds", removed,
-		"nodes", len(c.Nodes)-len(nodeErrs), "of", len(c.Nodes))
-	need := m.Settings.QuorumOf(len(c.Nodes))
-	switch answered := len(c.Nodes) - len(nodeErrs); {
+	m.target.Settings.Logger.Warn("redlock: lock force-unlocked", "lock", name, "holds", removed,
+		"nodes", len(c.runtime.Nodes)-len(nodeErrs), "of", len(c.runtime.Nodes))
+	need := m.target.Settings.QuorumOf(len(c.runtime.Nodes))
+	switch answered := len(c.runtime.Nodes) - len(nodeErrs); {
 	case answered < need:
 		return leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: ForceUnlock reached %d of %d nodes, %d needed",
-			core.ErrNoQuorum, answered, len(c.Nodes), need))
+			core.ErrNoQuorum, answered, len(c.runtime.Nodes), need))
 	case len(nodeErrs) > 0:
-		return leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("redlock: ForceUnlock reached %d of %d nodes", answered, len(c.Nodes)))
+		return leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("redlock: ForceUnlock reached %d of %d nodes", answered, len(c.runtime.Nodes)))
 	}
 	return nil
 }
@@ -226,7 +226,7 @@ func (m *Mutex) eachNode(ctx context.Context, errs []error, fn func(ctx context.
 			live = append(live, i)
 		}
 	}
-	quorum.Each(ctx, live, m.Settings.RoundTimeout(), func(ctx context.Context, i int) {
-		errs[i] = fn(ctx, i, m.client.Nodes[i])
+	quorum.Each(ctx, live, m.target.Settings.RoundTimeout(), func(ctx context.Context, i int) {
+		errs[i] = fn(ctx, i, m.client.runtime.Nodes[i])
 	})
 }

@@ -92,12 +92,12 @@ func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
 	// 2's acquire can run only after that, and the leave that answers its
 	// refusal later still. Wait for both (the Client's background work),
 	// or the leave would take away the place made by hand below.
-	r.client.Background.Wait()
+	r.client.runtime.Background.Wait()
 	waitUntil("the call to leave node 2's queue", func() bool { return len(queued()) == 0 })
 
 	// Node 2's acquire, as if it had timed out and run only now.
 	l.Called(2, context.DeadlineExceeded)
-	if _, err := m.Queue.Acquire(ctx, nil, 2, l.Owner(), l.Hold, 1); err != nil {
+	if _, err := m.target.Queue.Acquire(ctx, nil, 2, l.Owner(), l.Hold, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := queued(); !slices.Equal(got, []string{l.Owner()}) {
@@ -110,7 +110,7 @@ func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
 	waitUntil("node 2's queue to empty after the release", func() bool { return len(queued()) == 0 })
 	// The tombstone keeps it so: the same acquire, later still, is refused
 	// without queueing the owner.
-	if _, err := m.Queue.Acquire(ctx, nil, 2, l.Owner(), l.Hold, 1); err != nil {
+	if _, err := m.target.Queue.Acquire(ctx, nil, 2, l.Owner(), l.Hold, 1); err != nil {
 		t.Fatal(err)
 	}
 	if got := queued(); len(got) != 0 {
@@ -135,11 +135,11 @@ func TestUndo_leavesTheQueueOnlyOnceTheCallEnded(t *testing.T) {
 		hold := k.nextHold()
 		// The attempt's acquire, run on node 2 after its call timed out:
 		// refused, it queues the owner.
-		got, err := m.Queue.Acquire(ctx, nil, 2, k.owner, hold, 1)
+		got, err := m.target.Queue.Acquire(ctx, nil, 2, k.owner, hold, 1)
 		if err != nil || got.Granted || !slices.Contains(queued(), k.owner) {
 			t.Fatalf("call ended %v: the late acquire: %+v, %v, queue %v; want refused, the owner queued", ended, got, err, queued())
 		}
-		m.ReleaseNode(ctx, 2, k.owner, hold, true, k.ended.Load)
+		m.target.ReleaseNode(ctx, 2, k.owner, hold, true, k.ended.Load)
 		if got, want := slices.Contains(queued(), k.owner), !ended; got != want {
 			t.Errorf("call ended %v: owner queued on node 2 after the undo: %v, want %v", ended, got, want)
 		}
@@ -167,7 +167,7 @@ func TestLease_lateRefusalPassesOnOnlyItsOwnHanding(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := held.held.(*leases.Held)
-	c.Background.Wait() // a request of Lock's still on its way lands first
+	c.runtime.Background.Wait() // a request of Lock's still on its way lands first
 	admin := cluster.Admin(t, 2)
 	handTo := func(named string) {
 		t.Helper()

@@ -53,14 +53,14 @@ type mode interface {
 func newMode(m *Mutex, read bool) (mode, *fair.Queue) {
 	c := m.client
 	q := &fair.Queue{
-		Nodes: c.Nodes, Keys: m.Keys.Node(), Channel: m.Keys.Channel + ":" + c.tag, Fair: m.Settings.Fair,
-		TTL: m.Settings.TTL, QueueTimeout: m.Settings.QueueTimeout, NodeTimeout: m.Settings.NodeTimeout,
-		OnError:    func(i int, err error) { c.NodeError(&m.Settings, i, err) },
-		Background: &c.Background,
+		Nodes: c.runtime.Nodes, Keys: m.target.Keys.Node(), Channel: m.target.Keys.Channel + ":" + c.tag, Fair: m.target.Settings.Fair,
+		TTL: m.target.Settings.TTL, QueueTimeout: m.target.Settings.QueueTimeout, NodeTimeout: m.target.Settings.NodeTimeout,
+		OnError:    func(i int, err error) { c.runtime.NodeError(&m.target.Settings, i, err) },
+		Background: &c.runtime.Background,
 	}
 	w := waiters{m: m, queue: q}
 	if read {
-		return readMode{m: m, channel: m.Keys.Lock + readersChannel}, q
+		return readMode{m: m, channel: m.target.Keys.Lock + readersChannel}, q
 	}
 	if q.Fair {
 		return fairMode{w}, q
@@ -94,7 +94,7 @@ func (w waiters) undo(ctx context.Context, i int, k *lockCall, hold string) erro
 // hold its place (or a lock handed to it that the lease does not count).
 func (w waiters) leaveQueue(ctx context.Context, k *lockCall, lease *leases.Held) {
 	var queued []int
-	for i := range w.m.client.Nodes {
+	for i := range w.m.client.runtime.Nodes {
 		// A node that granted took us off its queue. One still to answer
 		// is left to the lease's late-answer handler, which leaves its
 		// queue after the answer: a leave sent now could overtake the
@@ -120,12 +120,12 @@ func (w waiters) leaveQueue(ctx context.Context, k *lockCall, lease *leases.Held
 	// starts sooner.
 	h := k.handoff
 	if h == nil || k.watcher == nil { // nothing to hear: finish left no watcher behind
-		w.m.client.Background.Go(func() { w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id) })
+		w.m.client.runtime.Background.Go(func() { w.queue.Leave(context.WithoutCancel(ctx), queued, k.owner, k.id) })
 		return
 	}
 	h.expectLeave(lease.Hold, queued)
-	w.m.client.Background.Go(func() {
-		h.settle(lease.Hold, max(handoffGrace, w.m.Settings.NodeTimeout), w.m.client.Done)
+	w.m.client.runtime.Background.Go(func() {
+		h.settle(lease.Hold, max(handoffGrace, w.m.target.Settings.NodeTimeout), w.m.client.runtime.Done)
 		k.unwatch()
 		if rest := h.takeLeave(lease.Hold); len(rest) > 0 {
 			w.queue.Leave(context.WithoutCancel(ctx), rest, k.owner, k.id)
@@ -144,7 +144,7 @@ func (w waiters) releasing(k *lockCall, hold string) {
 	}
 	order := &node.Order{}
 	order.Expect(len(rest))
-	w.m.client.Background.Go(func() { w.queue.LeaveOrdered(context.Background(), order, rest, k.owner, k.id) })
+	w.m.client.runtime.Background.Go(func() { w.queue.LeaveOrdered(context.Background(), order, rest, k.owner, k.id) })
 	order.Wait()
 }
 
@@ -166,7 +166,7 @@ func (w waiters) owner(ctx context.Context) (string, bool, error) {
 // its attempt's start, so without the watchdog it must not be shorter
 // than the TTL the caller asked for.
 func (w waiters) adopts() bool {
-	return w.m.Settings.Watchdog || w.queue.Span() >= w.m.Settings.TTL
+	return w.m.target.Settings.Watchdog || w.queue.Span() >= w.m.target.Settings.TTL
 }
 
 // HoldContext: the lease's Context carries its owner, so Lock re-enters.
@@ -180,7 +180,7 @@ func (w waiters) subscribe(k *lockCall) {
 	if k.handoff != nil {
 		heard = k.handoff.heard
 	}
-	k.watcher = w.m.client.Hub.Subscribe(w.queue.Channel, w.m.Need(), fair.ForHead(k.owner), heard)
+	k.watcher = w.m.client.runtime.Hub.Subscribe(w.queue.Channel, w.m.target.Need(), fair.ForHead(k.owner), heard)
 }
 
 func (w waiters) LeaveAfter(ctx context.Context, i int, owner, hold string) {
@@ -198,7 +198,7 @@ type plainMode struct{ waiters }
 
 func (p plainMode) enter(ctx context.Context, k *lockCall) error {
 	m, c := p.m, p.m.client
-	if err := c.Gates.Enter(ctx, c.Done, m.Keys.Lock, k.owner, k.wait); err != nil {
+	if err := c.runtime.Gates.Enter(ctx, c.runtime.Done, m.target.Keys.Lock, k.owner, k.wait); err != nil {
 		switch {
 		case errors.Is(err, core.ErrClosed):
 			return core.ErrClosed
@@ -210,7 +210,7 @@ func (p plainMode) enter(ctx context.Context, k *lockCall) error {
 	k.gated = true
 	if k.wait {
 		p.takeTicket(ctx, k)
-		if c.Hub.Active(p.queue.Channel) {
+		if c.runtime.Hub.Active(p.queue.Channel) {
 			k.watch(ctx) // subscribed already: watch before the first attempt, at no cost
 		}
 	}
@@ -220,7 +220,7 @@ func (p plainMode) enter(ctx context.Context, k *lockCall) error {
 // acquire: a TryLock does not queue (it will not wait for a handoff).
 func (p plainMode) acquire(ctx context.Context, order *node.Order, i int, k *lockCall, hold string) (node.Acquired, error) {
 	if !k.wait {
-		return p.m.client.Nodes[i].Acquire(ctx, order, p.m.Keys.Node(), k.owner, hold, p.m.Settings.TTL)
+		return p.m.client.runtime.Nodes[i].Acquire(ctx, order, p.m.target.Keys.Node(), k.owner, hold, p.m.target.Settings.TTL)
 	}
 	return p.queue.Acquire(ctx, order, i, k.owner, hold, k.ticket)
 }
@@ -241,7 +241,7 @@ func (p plainMode) finish(ctx context.Context, k *lockCall, lease *leases.Held) 
 		p.leaveQueue(ctx, k, lease)
 	}
 	if k.gated && lease == nil {
-		p.m.client.Gates.Exit(p.m.Keys.Lock)
+		p.m.client.runtime.Gates.Exit(p.m.target.Keys.Lock)
 	}
 }
 
@@ -303,7 +303,7 @@ type readMode struct {
 // paused node would hold that up for the node timeout).
 func (r readMode) enter(ctx context.Context, k *lockCall) error {
 	k.nested = readHeld(ctx, r.m) != nil
-	if k.wait && r.m.client.Hub.Active(r.channel) {
+	if k.wait && r.m.client.runtime.Hub.Active(r.channel) {
 		k.subscribe()
 	}
 	return nil
@@ -312,15 +312,15 @@ func (r readMode) enter(ctx context.Context, k *lockCall) error {
 // subscribe starts waking k on every notice of the readers' channel.
 func (r readMode) subscribe(k *lockCall) {
 	c := r.m.client
-	k.watcher = c.Hub.Subscribe(r.channel, r.m.Settings.QuorumOf(len(c.Nodes)), func(string) bool { return true }, nil)
+	k.watcher = c.runtime.Hub.Subscribe(r.channel, r.m.target.Settings.QuorumOf(len(c.runtime.Nodes)), func(string) bool { return true }, nil)
 }
 
 func (r readMode) acquire(ctx context.Context, order *node.Order, i int, k *lockCall, hold string) (node.Acquired, error) {
-	return r.m.client.Nodes[i].AcquireRead(ctx, order, r.m.Keys.Node(), hold, r.m.Settings.TTL, k.nested)
+	return r.m.client.runtime.Nodes[i].AcquireRead(ctx, order, r.m.target.Keys.Node(), hold, r.m.target.Settings.TTL, k.nested)
 }
 
 func (r readMode) undo(ctx context.Context, i int, k *lockCall, hold string) error {
-	_, _, err := r.m.Queue.Release(ctx, i, k.owner, hold, 0)
+	_, _, err := r.m.target.Queue.Release(ctx, i, k.owner, hold, 0)
 	return err
 }
 

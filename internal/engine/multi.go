@@ -37,15 +37,15 @@ func Multi(mutexes ...*Mutex) *MultiMutex {
 		}
 	}
 	slices.SortStableFunc(mm.parts, func(a, b *Mutex) int {
-		if n := strings.Compare(a.Keys.Lock, b.Keys.Lock); n != 0 {
+		if n := strings.Compare(a.target.Keys.Lock, b.target.Keys.Lock); n != 0 {
 			return n
 		}
 		return strings.Compare(a.client.nodeAddrs(), b.client.nodeAddrs())
 	})
 	for i := 1; i < len(mm.parts); i++ {
 		a, b := mm.parts[i-1], mm.parts[i]
-		if a.client == b.client && a.Keys.Lock == b.Keys.Lock {
-			mm.err = fmt.Errorf("%w: Multi: lock %q listed twice", core.ErrConfig, a.LockName)
+		if a.client == b.client && a.target.Keys.Lock == b.target.Keys.Lock {
+			mm.err = fmt.Errorf("%w: Multi: lock %q listed twice", core.ErrConfig, a.target.LockName)
 			return mm
 		}
 	}
@@ -109,10 +109,10 @@ func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Con
 		taken, err := take(m, ctx)
 		if err != nil {
 			releaseAll()
-			return nil, fmt.Errorf("redlock: Multi: %s: %w", m.LockName, err)
+			return nil, fmt.Errorf("redlock: Multi: %s: %w", m.target.LockName, err)
 		}
 		parts = append(parts, taken.held.(*leases.Held)) // a Mutex's Lease holds a *lease
-		if err := ranOut(parts, m.LockName); err != nil {
+		if err := ranOut(parts, m.target.LockName); err != nil {
 			releaseAll()
 			return nil, err
 		}

@@ -20,14 +20,14 @@ import (
 // Mutex is one named lock over the Client's nodes. It holds no state of its
 // own between calls: it is cheap, and safe for concurrent use.
 type Mutex struct {
-	*leases.Target
+	target *leases.Target // what a lease of this mutex knows of its lock
 	client *Client
 	mode   mode  // plain, fair, or an RWMutex's read side
 	err    error // invalid configuration, reported by Lock and TryLock
 }
 
 // Name is the lock's name.
-func (m *Mutex) Name() string { return m.LockName }
+func (m *Mutex) Name() string { return m.target.LockName }
 
 // Lock implements redlock.Mutex.Lock, which documents it.
 func (m *Mutex) Lock(ctx context.Context) (*Lease, error) {
@@ -104,10 +104,10 @@ func (m *Mutex) acquire(ctx context.Context, wait bool) (*leases.Held, error) {
 // acquireStats is acquire, recording its rounds in stats.
 func (m *Mutex) acquireStats(ctx context.Context, wait bool, stats *callStats) (*leases.Held, error) {
 	c := m.client
-	if err := c.BeginCall(ctx, m.err); err != nil {
+	if err := c.runtime.BeginCall(ctx, m.err); err != nil {
 		return nil, err
 	}
-	defer c.End()
+	defer c.runtime.End()
 	began := time.Now()
 	k, err := m.newCall(ctx, wait)
 	if err != nil {
@@ -171,7 +171,7 @@ func (m *Mutex) newCall(ctx context.Context, wait bool) (*lockCall, error) {
 		// (WithOwner) both write its place on the nodes, so a notice
 		// naming one call's attempt says nothing of what the other sent
 		// (its claim, and the undo of that claim, could free the lock).
-		k.handoff = newHandoff(len(m.client.Nodes), m.Settings.QuorumOf(len(m.client.Nodes)))
+		k.handoff = newHandoff(len(m.client.runtime.Nodes), m.target.Settings.QuorumOf(len(m.client.runtime.Nodes)))
 	}
 	return k, nil
 }
@@ -186,7 +186,7 @@ func (m *Mutex) won(ctx context.Context, k *lockCall, lease *leases.Held, votes 
 		_ = lease.Release(context.WithoutCancel(ctx), core.ErrReleased, true)
 		return nil, gaveUp(ctx, last)
 	}
-	if err := m.client.Track(lease); err != nil {
+	if err := m.client.runtime.Track(lease); err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx), core.ErrClosed, true)
 		return nil, err
 	}
@@ -246,7 +246,7 @@ func (k *lockCall) sleep(ctx context.Context, delay time.Duration, last error) e
 	case <-ctx.Done():
 		k.finish(ctx, nil)
 		return gaveUp(ctx, last)
-	case <-k.m.client.Done:
+	case <-k.m.client.runtime.Done:
 		k.finish(ctx, nil)
 		return core.ErrClosed
 	}
@@ -320,7 +320,7 @@ func (k *lockCall) unwatch() {
 }
 
 func (m *Mutex) observeAcquired(lease *leases.Held, wait time.Duration, votes int) {
-	if hook := m.Settings.Observer.Acquired; hook != nil {
-		hook(core.AcquiredEvent{Name: m.LockName, Owner: lease.Owner(), Wait: wait, Votes: votes})
+	if hook := m.target.Settings.Observer.Acquired; hook != nil {
+		hook(core.AcquiredEvent{Name: m.target.LockName, Owner: lease.Owner(), Wait: wait, Votes: votes})
 	}
 }

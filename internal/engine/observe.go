@@ -86,8 +86,8 @@ func (l *Lease) observe(ctx context.Context, op string, call func() error) error
 
 // event describes a call of m's as it starts.
 func (m *Mutex) event(op, kind string) core.CallEvent {
-	return core.CallEvent{Op: op, Kind: kind, Name: m.LockName, Mode: modeName(m.mode),
-		Nodes: len(m.client.Nodes), Quorum: m.Need()}
+	return core.CallEvent{Op: op, Kind: kind, Name: m.target.LockName, Mode: modeName(m.mode),
+		Nodes: len(m.client.runtime.Nodes), Quorum: m.target.Need()}
 }
 
 // modeName is the word CallEvent.Mode uses for mode.
@@ -103,7 +103,7 @@ func modeName(mode mode) string {
 
 // lock is Lock (wait) or TryLock of m, as a kind's op, observed.
 func (m *Mutex) lock(ctx context.Context, op, kind string, wait bool) (*Lease, error) {
-	return observed(ctx, &m.Settings.Observer, m.event(op, kind), func(stats *callStats) (*Lease, error) {
+	return observed(ctx, &m.target.Settings.Observer, m.event(op, kind), func(stats *callStats) (*Lease, error) {
 		return leaseOf(m.acquireStats(ctx, wait, stats))
 	})
 }

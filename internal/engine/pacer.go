@@ -28,8 +28,8 @@ type pacer struct {
 
 func (m *Mutex) newPacer() *pacer {
 	p := &pacer{}
-	if m.Settings.Retry != nil {
-		if b := m.Settings.Retry(); b != nil {
+	if m.target.Settings.Retry != nil {
+		if b := m.target.Settings.Retry(); b != nil {
 			b.Reset()
 			p.retry = b
 		}

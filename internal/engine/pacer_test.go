@@ -12,7 +12,7 @@ import (
 // silent, may be an attempt that failed: its undo wakes no one, so the
 // waiter looks again soon instead of sleeping through the TTL.
 func TestPacer_holderSeenOnFewerThanAQuorumIsPolled(t *testing.T) {
-	m := &Mutex{Target: &leases.Target{}}
+	m := &Mutex{target: &leases.Target{}}
 	held := outcome{held: true, seen: true, minPTTL: 30 * time.Second}
 	if wait, ok := m.newPacer().next(held); !ok || wait != 30*time.Second+pttlMargin {
 		t.Fatalf("held on a quorum: wait %v, %v; want the holder's TTL", wait, ok)

@@ -120,8 +120,8 @@ func (m *Mutex) quarantineWait(delay time.Duration, o outcome) time.Duration {
 		return delay
 	}
 	wait := untilVotes(o.votesAgain)
-	if m.Queue != nil {
-		wait = min(wait, m.Queue.Heartbeat())
+	if m.target.Queue != nil {
+		wait = min(wait, m.target.Queue.Heartbeat())
 	}
 	return max(delay, wait)
 }

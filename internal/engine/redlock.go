@@ -21,7 +21,7 @@ import (
 // safe for concurrent use. Close it when done: it releases the leases it
 // still holds and stops its background work.
 type Client struct {
-	*leases.Runtime
+	runtime  *leases.Runtime // the leases, nodes, gates and background work all locks of this Client share
 	defaults core.Settings
 	owned    []redis.UniversalClient // made by Dial; closed by Close
 	health   *health                 // which nodes answer: picks the lead node
@@ -42,7 +42,7 @@ func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 	if err := defaults.Validate(len(nodes)); err != nil {
 		return nil, err
 	}
-	c := &Client{Runtime: leases.NewRuntime(), defaults: defaults, tag: reentrant.NewID()}
+	c := &Client{runtime: leases.NewRuntime(), defaults: defaults, tag: reentrant.NewID()}
 	c.longest.Store(int64(defaults.TTL))
 	c.defaults.Stretch = c.stretch
 	longest := new(atomic.Int64) // the longest guard any node records
@@ -52,12 +52,12 @@ func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 		}
 		n := node.New(i, AddrOf(client), client)
 		n.ShareGuard(defaults.KeyPrefix+"node", longest)
-		c.Nodes = append(c.Nodes, n)
+		c.runtime.Nodes = append(c.runtime.Nodes, n)
 	}
-	c.Hub = pubsub.New(nodes, defaults.NodeTimeout)
+	c.runtime.Hub = pubsub.New(nodes, defaults.NodeTimeout)
 	c.health = newHealth(len(nodes))
-	c.Watchdog = leases.NewWatchdog(c.Runtime)
-	c.Sweeper = leases.NewSweeper(c.Runtime)
+	c.runtime.Watchdog = leases.NewWatchdog(c.runtime)
+	c.runtime.Sweeper = leases.NewSweeper(c.runtime)
 	c.warmed = c.warm()
 	return c, nil
 }
@@ -96,17 +96,17 @@ func Dial(urls []string, opts ...core.Option) (*Client, error) {
 // Close implements redlock.Client.Close, which documents it.
 func (c *Client) Close() error {
 	c.stopWarm() // idempotent: a second Close cuts nothing
-	if !c.Shut() {
+	if !c.runtime.Shut() {
 		return core.ErrClosed
 	}
-	c.ReleaseAll()
-	c.Watchdog.Close()
-	c.Hub.Close()
+	c.runtime.ReleaseAll()
+	c.runtime.Watchdog.Close()
+	c.runtime.Hub.Close()
 	idle := make(chan struct{})
 	go func() {
 		defer close(idle)
-		c.Background.Wait()
-		for _, n := range c.Nodes {
+		c.runtime.Background.Wait()
+		for _, n := range c.runtime.Nodes {
 			n.Wait()
 		}
 	}()
@@ -145,27 +145,27 @@ func (c *Client) Mutex(name string, opts ...core.Option) *Mutex {
 // newMutex builds a Mutex, the read side of an RWMutex with read; setup,
 // when not nil, adjusts it before its mode and queue are made from it.
 func (c *Client) newMutex(name string, opts []core.Option, read bool, setup func(*Mutex)) *Mutex {
-	m := &Mutex{Target: &leases.Target{Runtime: c.Runtime, LockName: name, Settings: c.defaults.With(opts)}, client: c}
-	m.err = m.Settings.Validate(len(c.Nodes))
+	m := &Mutex{target: &leases.Target{Runtime: c.runtime, LockName: name, Settings: c.defaults.With(opts)}, client: c}
+	m.err = m.target.Settings.Validate(len(c.runtime.Nodes))
 	if name == "" {
 		m.err = fmt.Errorf("%w: empty lock name", core.ErrConfig)
 	}
-	m.Keys = core.KeysFor(m.Settings.KeyPrefix, name, c.restartGuard(m.Settings))
-	m.Keys.Risks = m.Settings.Risks
-	m.Keys.Clock = m.Settings.ClockCheck()
-	m.Keys.Fenced = m.Settings.Fencing
+	m.target.Keys = core.KeysFor(m.target.Settings.KeyPrefix, name, c.restartGuard(m.target.Settings))
+	m.target.Keys.Risks = m.target.Settings.Risks
+	m.target.Keys.Clock = m.target.Settings.ClockCheck()
+	m.target.Keys.Fenced = m.target.Settings.Fencing
 	if setup != nil {
 		setup(m)
 	}
-	m.mode, m.Queue = newMode(m, read)
-	m.Mode = m.mode
+	m.mode, m.target.Queue = newMode(m, read)
+	m.target.Mode = m.mode // the lease's side of the mode
 	return m
 }
 
 // nodeAddrs names the node set, to order Multi's parts across Clients.
 func (c *Client) nodeAddrs() string {
-	addrs := make([]string, len(c.Nodes))
-	for i, n := range c.Nodes {
+	addrs := make([]string, len(c.runtime.Nodes))
+	for i, n := range c.runtime.Nodes {
 		addrs[i] = n.Addr()
 	}
 	return strings.Join(addrs, ",")

@@ -39,7 +39,7 @@ func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*leas
 		k.handoff.attempting()
 	}
 	r.start = time.Now()
-	if leadFirst && len(m.client.Nodes) > 1 {
+	if leadFirst && len(m.client.runtime.Nodes) > 1 {
 		if lost, ok := m.askLead(ctx, r); !ok {
 			return nil, lost
 		}
@@ -47,8 +47,8 @@ func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*leas
 	round, stopWatch := m.startRound(ctx, r)
 	defer stopWatch()
 	tally := round.Wait(ctx)
-	until := core.ValidUntil(r.start, m.Settings.TTL, m.Settings.DriftFactor)
-	if tally.Yes >= m.Need() && time.Now().Before(until) && stopWatch() {
+	until := core.ValidUntil(r.start, m.target.Settings.TTL, m.target.Settings.DriftFactor)
+	if tally.Yes >= m.target.Need() && time.Now().Before(until) && stopWatch() {
 		lease, result := m.grant(ctx, k, r.hold, r.start, until, r.order, func(lease *leases.Held) quorum.Tally[node.Acquired] {
 			// Every answer in by now is in this tally, and every later one
 			// goes to lateAcquire: none is missed.
@@ -82,7 +82,7 @@ func (m *Mutex) ask(ctx context.Context, r *attemptState, i int) quorum.Reply[no
 	c := m.client
 	acquired, err := m.mode.acquire(ctx, r.order, i, r.k, r.hold)
 	c.health.record(i, err)
-	c.SawQuarantine(&m.Settings, i, err)
+	c.runtime.SawQuarantine(&m.target.Settings, i, err)
 	switch {
 	case err != nil:
 		return quorum.Reply[node.Acquired]{Vote: quorum.Failed, Err: err}
@@ -100,7 +100,7 @@ func (m *Mutex) askLead(ctx context.Context, r *attemptState) (lost outcome, ok 
 	r.lead = m.client.health.lead()
 	r.lead0 = r.lead
 	r.order.Expect(1)
-	leadCtx, cancel := context.WithTimeout(ctx, m.Settings.RoundTimeout())
+	leadCtx, cancel := context.WithTimeout(ctx, m.target.Settings.RoundTimeout())
 	r.leadReply = m.ask(leadCtx, r, r.lead)
 	cancel()
 	switch r.leadReply.Vote {
@@ -123,7 +123,7 @@ func (m *Mutex) askLead(ctx context.Context, r *attemptState) (lost outcome, ok 
 // fate would be unknown and cost a release with a tombstone each. They
 // keep ctx's deadline, and the round timeout bounds each of them.
 func (m *Mutex) startRound(ctx context.Context, r *attemptState) (*quorum.Round[node.Acquired], func() bool) {
-	c, n := m.client, len(m.client.Nodes)
+	c, n := m.client, len(m.client.runtime.Nodes)
 	if r.lead >= 0 {
 		r.order.Expect(n - 1)
 	} else {
@@ -136,7 +136,7 @@ func (m *Mutex) startRound(ctx context.Context, r *attemptState) (*quorum.Round[
 	stopWatch := context.AfterFunc(ctx, cancelCalls)
 	pending := atomic.Int32{}
 	pending.Store(int32(n))
-	round := quorum.Start(calls, m.Settings.RoundTimeout(), n, m.Need(), &c.Background,
+	round := quorum.Start(calls, m.target.Settings.RoundTimeout(), n, m.target.Need(), &c.runtime.Background,
 		func(ctx context.Context, i int) quorum.Reply[node.Acquired] {
 			defer func() {
 				if pending.Add(-1) == 0 {
@@ -155,7 +155,7 @@ func (m *Mutex) startRound(ctx context.Context, r *attemptState) (*quorum.Round[
 // bounded by the node timeout), so that the outcome counts every node's
 // answer, and undoes the hold wherever it may have been granted.
 func (m *Mutex) lost(ctx context.Context, r *attemptState, round *quorum.Round[node.Acquired], until time.Time) outcome {
-	k, need := r.k, m.Need()
+	k, need := r.k, m.target.Need()
 	tally := round.WaitAll(context.WithoutCancel(ctx))
 	result := m.describeFailure(tally, need, until)
 	result.votesAgain = votesAgain(tally.Replies, need)
@@ -183,7 +183,7 @@ func (m *Mutex) lost(ctx context.Context, r *attemptState, round *quorum.Round[n
 // fails.
 func (m *Mutex) grant(ctx context.Context, k *lockCall, hold string, start, until time.Time, order *node.Order,
 	granted func(*leases.Held) quorum.Tally[node.Acquired]) (*leases.Held, outcome) {
-	lease := leases.NewHeld(ctx, m.Target, k.owner, hold, start, until)
+	lease := leases.NewHeld(ctx, m.target, k.owner, hold, start, until)
 	lease.Order = order
 	if k.handoff != nil {
 		lease.Releasing = func() { m.mode.releasing(k, hold) }
@@ -195,7 +195,7 @@ func (m *Mutex) grant(ctx context.Context, k *lockCall, hold string, start, unti
 	}
 	k.granted = granted(lease)
 	lease.NoteGrant(k.granted)
-	if m.Settings.Fencing {
+	if m.target.Settings.Fencing {
 		if err := lease.Fence(ctx, k.granted.Replies); err != nil {
 			// The call keeps its gate entry (finish leaves it), so
 			// the release must not leave it too.
@@ -228,7 +228,7 @@ func (m *Mutex) undo(ctx context.Context, k *lockCall, round *quorum.Round[node.
 	unsure := func(i int, reply quorum.Reply[node.Acquired]) bool {
 		return fateUnknown(reply) || (i == lead0 && fateUnknown(leadFirst))
 	}
-	late := make(chan struct{}, len(c.Nodes))
+	late := make(chan struct{}, len(c.runtime.Nodes))
 	answered := round.Detach(func(i int, reply quorum.Reply[node.Acquired]) {
 		defer func() { late <- struct{}{} }()
 		if reply.Vote == quorum.Yes || unsure(i, reply) {
@@ -236,7 +236,7 @@ func (m *Mutex) undo(ctx context.Context, k *lockCall, round *quorum.Round[node.
 			if unsure(i, reply) {
 				leaving = k.ended.Load
 			}
-			m.ReleaseNode(undo, i, owner, hold, unsure(i, reply), leaving)
+			m.target.ReleaseNode(undo, i, owner, hold, unsure(i, reply), leaving)
 		}
 		if !k.wait {
 			m.mode.dequeue(undo, []int{i}, k) // TryLock's late answer may have queued it
@@ -254,9 +254,9 @@ func (m *Mutex) undo(ctx context.Context, k *lockCall, round *quorum.Round[node.
 	}
 	quorum.Each(undo, granted, 0, func(ctx context.Context, i int) { m.undoGrant(ctx, i, k, hold) })
 	finished := make(chan struct{})
-	c.Background.Go(func() {
+	c.runtime.Background.Go(func() {
 		defer close(finished)
-		m.ReleaseNodes(undo, unknown, owner, hold, func(int) bool { return true }, k.ended.Load)
+		m.target.ReleaseNodes(undo, unknown, owner, hold, func(int) bool { return true }, k.ended.Load)
 		for range len(answered.Replies) - answered.Answered {
 			<-late
 		}
@@ -289,7 +289,7 @@ func (m *Mutex) describeFailure(tally quorum.Tally[node.Acquired], need int, unt
 		}
 	}
 	markLive(replies)
-	v := leases.VerdictOf(m.Target, replies, need)
+	v := leases.VerdictOf(m.target, replies, need)
 	holder, holds := "", 0
 	for fingerprint, count := range refusals {
 		if count > holds {
@@ -380,12 +380,12 @@ func behind(replies []quorum.Reply[node.Acquired], holder string) bool {
 // it; as releaseNode otherwise (the sweeper retries it when the node does
 // not answer).
 func (m *Mutex) undoGrant(ctx context.Context, i int, k *lockCall, hold string) {
-	ctx, cancel := context.WithTimeout(ctx, m.Settings.RoundTimeout())
+	ctx, cancel := context.WithTimeout(ctx, m.target.Settings.RoundTimeout())
 	defer cancel()
 	if err := m.mode.undo(ctx, i, k, hold); err != nil {
-		m.client.NodeError(&m.Settings, i, err)
+		m.client.runtime.NodeError(&m.target.Settings, i, err)
 		if !node.Answered(err) {
-			m.Sweeper.Add(m.Target, i, k.owner, hold, nil)
+			m.target.Sweeper.Add(m.target, i, k.owner, hold, nil)
 		}
 	}
 }

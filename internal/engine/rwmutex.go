@@ -38,7 +38,7 @@ const readerRecheck = 500 * time.Millisecond
 
 // RWMutex implements redlock.Client.RWMutex, which documents it.
 func (c *Client) RWMutex(name string, opts ...core.Option) *RWMutex {
-	writer := c.newMutex(name, opts, false, func(m *Mutex) { m.Keys.Readers = m.Keys.Lock + readersChannel })
+	writer := c.newMutex(name, opts, false, func(m *Mutex) { m.target.Keys.Readers = m.target.Keys.Lock + readersChannel })
 	readOpts := append(slices.Clip(opts), func(s *core.Settings) { s.Fair, s.Fencing = false, false })
 	reader := c.newMutex(name, readOpts, true, nil)
 	return &RWMutex{name: name, writer: writer, reader: reader}
@@ -75,12 +75,12 @@ func (rw *RWMutex) TryLock(ctx context.Context) (*Lease, error) {
 
 // observed runs an RLock or TryRLock call under the Observer's hooks.
 func (rw *RWMutex) observed(ctx context.Context, op string, m *Mutex, call func(*callStats) (*Lease, error)) (*Lease, error) {
-	return observed(ctx, &m.Settings.Observer, m.event(op, "RWMutex"), call)
+	return observed(ctx, &m.target.Settings.Observer, m.event(op, "RWMutex"), call)
 }
 
 func (rw *RWMutex) rlock(ctx context.Context, wait bool, stats *callStats) (*Lease, error) {
 	if ctx != nil && rw.writer.err == nil {
-		if owner, ok := reentrant.Owner(ctx); ok && rw.writer.Holds(rw.writer.Keys.Lock, owner) {
+		if owner, ok := reentrant.Owner(ctx); ok && rw.writer.target.Holds(rw.writer.target.Keys.Lock, owner) {
 			// A read inside the write hold: another hold of the write lock.
 			return leaseOf(rw.writer.acquireStats(ctx, wait, stats))
 		}
@@ -119,7 +119,7 @@ func readHeld(ctx context.Context, m *Mutex) *leases.Held {
 	holds, _ := ctx.Value(readHoldsKey{}).(*readHolds)
 	for ; holds != nil; holds = holds.outer {
 		l := holds.lease
-		if l.Target.Runtime == m.Runtime && l.Target.Keys.Lock == m.Keys.Lock && l.Err() == nil {
+		if l.Target.Runtime == m.target.Runtime && l.Target.Keys.Lock == m.target.Keys.Lock && l.Err() == nil {
 			return l
 		}
 	}

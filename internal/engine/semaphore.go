@@ -60,7 +60,7 @@ func (c *Client) Semaphore(name string, permits int, opts ...core.Option) *Semap
 	case own.Fencing:
 		s.err = fmt.Errorf("%w: a Semaphore has no fencing tokens (WithFencing): permits are held at once", core.ErrConfig)
 	default:
-		s.err = s.settings.Validate(len(c.Nodes))
+		s.err = s.settings.Validate(len(c.runtime.Nodes))
 	}
 	if s.err != nil {
 		return s
@@ -69,7 +69,7 @@ func (c *Client) Semaphore(name string, permits int, opts ...core.Option) *Semap
 	for i := range s.slots {
 		s.slots[i] = c.Mutex(name+":permit"+strconv.Itoa(i), opts...)
 	}
-	k := core.KeysFor(s.settings.KeyPrefix, name, s.slots[0].Keys.Guard)
+	k := core.KeysFor(s.settings.KeyPrefix, name, s.slots[0].target.Keys.Guard)
 	s.count = node.Keys{Lock: k.Lock + ":permits", Marker: k.Marker, Guard: k.Guard}
 	return s
 }
@@ -89,16 +89,16 @@ func (s *Semaphore) TryAcquire(ctx context.Context) (*Lease, error) {
 
 // event describes a call of s's as it starts.
 func (s *Semaphore) event(op string) core.CallEvent {
-	n := len(s.client.Nodes)
+	n := len(s.client.runtime.Nodes)
 	return core.CallEvent{Op: op, Kind: "Semaphore", Name: s.name, Nodes: n, Quorum: s.settings.QuorumOf(n)}
 }
 
 func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 	c := s.client
-	if err := c.BeginCall(ctx, s.err); err != nil {
+	if err := c.runtime.BeginCall(ctx, s.err); err != nil {
 		return nil, err
 	}
-	defer c.End()
+	defer c.runtime.End()
 	s.addUser()
 	defer s.dropUser()
 	if err := s.confirm(ctx, wait); err != nil {
@@ -224,7 +224,7 @@ func (s *Semaphore) addUser() {
 	s.keeping = true
 	s.mu.Unlock()
 	if start {
-		s.client.Background.Go(s.keep)
+		s.client.runtime.Background.Go(s.keep)
 	}
 }
 
@@ -245,7 +245,7 @@ func (s *Semaphore) keep() {
 	for {
 		select {
 		case <-ticker.C:
-		case <-c.Done:
+		case <-c.runtime.Done:
 			return
 		}
 		s.mu.Lock()
@@ -346,7 +346,7 @@ func (s *Semaphore) confirm(ctx context.Context, wait bool) error {
 		case <-ctx.Done():
 			timer.Stop()
 			return gaveUp(ctx, err)
-		case <-s.client.Done:
+		case <-s.client.runtime.Done:
 			timer.Stop()
 			return core.ErrClosed
 		}
@@ -361,8 +361,8 @@ func (s *Semaphore) confirm(ctx context.Context, wait bool) error {
 func (s *Semaphore) check(ctx context.Context) error {
 	c := s.client
 	start := time.Now()
-	stored := make([]int, len(c.Nodes))
-	errs := make([]error, len(c.Nodes))
+	stored := make([]int, len(c.runtime.Nodes))
+	errs := make([]error, len(c.runtime.Nodes))
 	s.slots[0].eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {
 		stored[i], err = n.Permits(ctx, s.count, s.permits, s.settings.TTL)
 		return err
@@ -371,22 +371,22 @@ func (s *Semaphore) check(ctx context.Context) error {
 	for i, err := range errs {
 		if errors.Is(err, node.ErrBadReply) {
 			return fmt.Errorf("%w: semaphore %q: node %d (%s) holds something else than a permit count at %s: %w",
-				core.ErrConfig, s.name, i, c.Nodes[i].Addr(), s.count.Lock, err)
+				core.ErrConfig, s.name, i, c.runtime.Nodes[i].Addr(), s.count.Lock, err)
 		}
 		if err != nil {
-			nodeErrs = append(nodeErrs, c.NodeError(&s.settings, i, err))
+			nodeErrs = append(nodeErrs, c.runtime.NodeError(&s.settings, i, err))
 			continue
 		}
 		if stored[i] != s.permits {
 			return fmt.Errorf("%w: semaphore %q has %d permits on node %d (%s), not %d: every Client must use one count "+
 				"(to change it, stop every process that uses it: %s expires a TTL after the last one stopped)",
-				core.ErrConfig, s.name, stored[i], i, c.Nodes[i].Addr(), s.permits, s.count.Lock)
+				core.ErrConfig, s.name, stored[i], i, c.runtime.Nodes[i].Addr(), s.permits, s.count.Lock)
 		}
 	}
-	need := s.settings.QuorumOf(len(c.Nodes))
-	if answered := len(c.Nodes) - len(nodeErrs); answered < need {
+	need := s.settings.QuorumOf(len(c.runtime.Nodes))
+	if answered := len(c.runtime.Nodes) - len(nodeErrs); answered < need {
 		return leases.Verdict{NodeErrs: nodeErrs}.With(fmt.Errorf("%w: the permit count was confirmed by %d of %d nodes, %d needed",
-			core.ErrNoQuorum, answered, len(c.Nodes), need))
+			core.ErrNoQuorum, answered, len(c.runtime.Nodes), need))
 	}
 	s.mu.Lock()
 	if until := core.ValidUntil(start, s.settings.TTL, s.settings.DriftFactor); until.After(s.confirmed) {

@@ -18,14 +18,14 @@ const warmTimeout = 3 * time.Second
 // link used to exceed the node timeout and open the node's breaker). Each
 // node's result arrives on the returned channel; Close cuts what is left.
 func (c *Client) warm() <-chan error {
-	results := make(chan error, len(c.Nodes))
+	results := make(chan error, len(c.runtime.Nodes))
 	ctx, cancel := context.WithTimeout(context.Background(), max(warmTimeout, c.defaults.NodeTimeout))
 	c.stopWarm = cancel
 	var left atomic.Int32
-	left.Store(int32(len(c.Nodes)))
+	left.Store(int32(len(c.runtime.Nodes)))
 	check := c.defaults.ClockCheck()
-	for _, n := range c.Nodes {
-		c.Background.Go(func() {
+	for _, n := range c.runtime.Nodes {
+		c.runtime.Background.Go(func() {
 			results <- n.Warm(ctx, check)
 			if left.Add(-1) == 0 {
 				cancel()
@@ -40,8 +40,8 @@ func (c *Client) warm() <-chan error {
 func (c *Client) awaitWarm(results <-chan error, d time.Duration) {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
-	need, answered := c.defaults.QuorumOf(len(c.Nodes)), 0
-	for range c.Nodes {
+	need, answered := c.defaults.QuorumOf(len(c.runtime.Nodes)), 0
+	for range c.runtime.Nodes {
 		select {
 		case err := <-results:
 			if node.Answered(err) {
@@ -61,7 +61,7 @@ func (c *Client) awaitWarm(results <-chan error, d time.Duration) {
 // (node.Timeout), so that a far node is not failed for its distance.
 func (c *Client) stretch(floor time.Duration) time.Duration {
 	timeout := floor
-	for _, n := range c.Nodes {
+	for _, n := range c.runtime.Nodes {
 		timeout = max(timeout, n.Timeout(floor))
 	}
 	return timeout
@@ -72,7 +72,7 @@ func (c *Client) stretch(floor time.Duration) time.Duration {
 // farthest node that answered, within the longest round timeout.
 func (c *Client) closeGrace() time.Duration {
 	grace := minGrace
-	for _, n := range c.Nodes {
+	for _, n := range c.runtime.Nodes {
 		if rtt, ok := n.RTT(); ok {
 			grace = max(grace, 3*rtt)
 		}

@@ -16,8 +16,8 @@ import (
 // ReleaseNodes drops hold on the given nodes and waits for their answers
 // (each bounded by the node timeout); uncertain and leaving as in
 // releaseNode.
-func (m *Target) ReleaseNodes(ctx context.Context, nodes []int, owner, hold string, uncertain func(int) bool, leaving func() bool) {
-	quorum.Each(ctx, nodes, 0, func(ctx context.Context, i int) { m.ReleaseNode(ctx, i, owner, hold, uncertain(i), leaving) })
+func (t *Target) ReleaseNodes(ctx context.Context, nodes []int, owner, hold string, uncertain func(int) bool, leaving func() bool) {
+	quorum.Each(ctx, nodes, 0, func(ctx context.Context, i int) { t.ReleaseNode(ctx, i, owner, hold, uncertain(i), leaving) })
 }
 
 // always is a leaving condition that holds.
@@ -33,17 +33,17 @@ func always() bool { return true }
 // nil) holds once the release is answered, owner leaves the node's queue
 // (leaveAfterRelease): the release of a hold whose acquire there timed
 // out, of a lease, or of an attempt whose call has ended by then.
-func (m *Target) ReleaseNode(ctx context.Context, i int, owner, hold string, uncertain bool, leaving func() bool) {
-	ctx, cancel := context.WithTimeout(ctx, m.Settings.RoundTimeout())
+func (t *Target) ReleaseNode(ctx context.Context, i int, owner, hold string, uncertain bool, leaving func() bool) {
+	ctx, cancel := context.WithTimeout(ctx, t.Settings.RoundTimeout())
 	defer cancel()
-	_, _, err := m.dropHold(ctx, i, owner, hold, uncertain)
+	_, _, err := t.dropHold(ctx, i, owner, hold, uncertain)
 	switch {
 	case err == nil && leaving != nil && leaving():
-		m.leaveAfterRelease(ctx, i, owner, hold)
+		t.leaveAfterRelease(ctx, i, owner, hold)
 	case err != nil:
-		m.NodeError(&m.Settings, i, err)
+		t.NodeError(&t.Settings, i, err)
 		if !node.Answered(err) {
-			m.Sweeper.Add(m, i, owner, hold, leaving)
+			t.Sweeper.Add(t, i, owner, hold, leaving)
 		}
 	}
 }
@@ -61,17 +61,17 @@ func (m *Target) ReleaseNode(ctx context.Context, i int, owner, hold string, unc
 // the handing came later): the call may still be waiting, its lease given
 // back (a failed fencing), and a later attempt of it may hold the lock
 // there, taken from the notices. Read holds never queue.
-func (m *Target) leaveAfterRelease(ctx context.Context, i int, owner, hold string) {
-	m.Mode.LeaveAfter(context.WithoutCancel(ctx), i, owner, hold)
+func (t *Target) leaveAfterRelease(ctx context.Context, i int, owner, hold string) {
+	t.Mode.LeaveAfter(context.WithoutCancel(ctx), i, owner, hold)
 }
 
 // dropHold is the release script on node i, the one call every release
 // path makes (undoGrant aside: a waiter's undo keeps its place in the
 // queue). named is the waiter the lock was handed to, if any.
-func (m *Target) dropHold(ctx context.Context, i int, owner, hold string, uncertain bool) (released node.Released, named string, err error) {
+func (t *Target) dropHold(ctx context.Context, i int, owner, hold string, uncertain bool) (released node.Released, named string, err error) {
 	var tombstone time.Duration
 	if uncertain {
-		tombstone = m.Settings.TTL
+		tombstone = t.Settings.TTL
 	}
-	return m.Queue.Release(ctx, i, owner, hold, tombstone)
+	return t.Queue.Release(ctx, i, owner, hold, tombstone)
 }

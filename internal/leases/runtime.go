@@ -43,55 +43,55 @@ func NewRuntime() *Runtime {
 }
 
 // Track registers a lease so Close can release it; it fails once closed.
-func (c *Runtime) Track(lease *Held) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+func (r *Runtime) Track(lease *Held) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return core.ErrClosed
 	}
-	c.leases[lease] = struct{}{}
+	r.leases[lease] = struct{}{}
 	return nil
 }
 
-func (c *Runtime) Untrack(lease *Held) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.leases, lease)
+func (r *Runtime) Untrack(lease *Held) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.leases, lease)
 }
 
 // Begin counts an API call in progress, or reports false once closed.
 // Each true is matched by End.
-func (c *Runtime) Begin() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
+func (r *Runtime) Begin() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return false
 	}
-	c.active.Add(1)
+	r.active.Add(1)
 	return true
 }
 
-func (c *Runtime) End() { c.active.Done() }
+func (r *Runtime) End() { r.active.Done() }
 
 // BeginCall is the entry of every API call: invalid (the caller's
 // configuration error, if any), a nil ctx, or a closed Client refuse it;
 // otherwise it is counted as Begin counts it, and matched by End.
-func (c *Runtime) BeginCall(ctx context.Context, invalid error) error {
+func (r *Runtime) BeginCall(ctx context.Context, invalid error) error {
 	switch {
 	case invalid != nil:
 		return invalid
 	case ctx == nil:
 		return fmt.Errorf("%w: nil context", core.ErrConfig)
-	case !c.Begin():
+	case !r.Begin():
 		return core.ErrClosed
 	}
 	return nil
 }
 
 // NodeError wraps a node's failure and tells the observer.
-func (c *Runtime) NodeError(s *core.Settings, index int, err error) *core.NodeError {
-	nodeErr := &core.NodeError{Node: index, Addr: c.Nodes[index].Addr(), Err: err}
-	c.SawQuarantine(s, index, err)
+func (r *Runtime) NodeError(s *core.Settings, index int, err error) *core.NodeError {
+	nodeErr := &core.NodeError{Node: index, Addr: r.Nodes[index].Addr(), Err: err}
+	r.SawQuarantine(s, index, err)
 	// Debug: while a node is down every round reports it; the round's
 	// outcome (no quorum, a lost lease) is what deserves a warning.
 	s.Logger.Debug("redlock: node error", "node", index, "addr", nodeErr.Addr, "err", err)
@@ -116,7 +116,7 @@ type quarantineKey struct {
 
 // SawQuarantine reports err to the observer and the log when it is a
 // node's first refusal for a new data loss or a new run of clock findings.
-func (c *Runtime) SawQuarantine(s *core.Settings, index int, err error) {
+func (r *Runtime) SawQuarantine(s *core.Settings, index int, err error) {
 	var lost *node.Quarantine
 	var fast *node.ClockQuarantine
 	var key quarantineKey
@@ -129,17 +129,17 @@ func (c *Runtime) SawQuarantine(s *core.Settings, index int, err error) {
 	default:
 		return
 	}
-	c.quarantines.mu.Lock()
-	if c.quarantines.reported == nil {
-		c.quarantines.reported = make(map[quarantineKey]time.Time)
+	r.quarantines.mu.Lock()
+	if r.quarantines.reported == nil {
+		r.quarantines.reported = make(map[quarantineKey]time.Time)
 	}
-	fresh := !c.quarantines.reported[key].Equal(since)
-	c.quarantines.reported[key] = since
-	c.quarantines.mu.Unlock()
+	fresh := !r.quarantines.reported[key].Equal(since)
+	r.quarantines.reported[key] = since
+	r.quarantines.mu.Unlock()
 	if !fresh {
 		return
 	}
-	addr := c.Nodes[index].Addr()
+	addr := r.Nodes[index].Addr()
 	if key.clock {
 		s.Logger.Warn("redlock: node's clock runs fast: its answers do not count until it is back in bounds for a TTL",
 			"node", index, "addr", addr, "rate", fast.Rate, "since", since, "until", until)
@@ -175,13 +175,13 @@ type LeaseMode interface {
 }
 
 // Need is the number of nodes that must agree.
-func (m *Target) Need() int { return m.Settings.QuorumOf(len(m.Nodes)) }
+func (t *Target) Need() int { return t.Settings.QuorumOf(len(t.Nodes)) }
 
 // Holds reports whether owner has a live exclusive lease of lock here.
-func (c *Runtime) Holds(lock, owner string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for l := range c.leases {
+func (r *Runtime) Holds(lock, owner string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for l := range r.leases {
 		if l.owner == owner && !l.Target.Mode.Shared() && l.Target.Keys.Lock == lock && l.Err() == nil {
 			return true
 		}
@@ -193,28 +193,28 @@ func (c *Runtime) Holds(lock, owner string) bool {
 // when it was closed already. The calls in progress end soon (waiters see
 // Done; a round is bounded by the node timeout): Shut waits for them, so
 // that the set of leases is final when it returns.
-func (c *Runtime) Shut() bool {
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
+func (r *Runtime) Shut() bool {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
 		return false
 	}
-	c.closed = true
-	close(c.Done)
-	c.mu.Unlock()
-	c.active.Wait()
+	r.closed = true
+	close(r.Done)
+	r.mu.Unlock()
+	r.active.Wait()
 	return true
 }
 
 // ReleaseAll releases every lease still tracked, closeParallelism at a
 // time, best effort: what a node does not answer expires at its TTL.
-func (c *Runtime) ReleaseAll() {
-	c.mu.Lock()
-	leases := make([]*Held, 0, len(c.leases))
-	for lease := range c.leases {
+func (r *Runtime) ReleaseAll() {
+	r.mu.Lock()
+	leases := make([]*Held, 0, len(r.leases))
+	for lease := range r.leases {
 		leases = append(leases, lease)
 	}
-	c.mu.Unlock()
+	r.mu.Unlock()
 	var releases errgroup.Group
 	releases.SetLimit(closeParallelism)
 	for _, lease := range leases {
