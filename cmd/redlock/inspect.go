@@ -149,7 +149,7 @@ func inspect(args []string, stdout, stderr io.Writer) int {
 }
 
 // lockKeys are the Redis names of one lock, laid out as the library's
-// keysFor lays them out (redlock.go): the name in a hash tag after the
+// core.KeysFor lays them out (internal/core/keys.go): the name in a hash tag after the
 // prefix, so every key of a lock sits in one Cluster slot.
 type lockKeys struct{ lock, fence, queue, alive, marker string }
 
