@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-func TestNew_badInput(t *testing.T) {
+func TestConfig_newBadInput(t *testing.T) {
 	live := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}) // never dialled: New does no I/O
 	t.Cleanup(func() { _ = live.Close() })
 	three := []redis.UniversalClient{live, live, live}
@@ -41,7 +41,7 @@ func TestNew_badInput(t *testing.T) {
 	}
 }
 
-func TestDial_badURL(t *testing.T) {
+func TestConfig_dialBadURL(t *testing.T) {
 	for _, urls := range [][]string{nil, {"http://127.0.0.1:6379"}, {"redis://127.0.0.1:6379", "redis://:secret@host:port:x/"}} {
 		c, err := redlock.Dial(urls)
 		if c != nil || !errors.Is(err, redlock.ErrConfig) {
@@ -53,7 +53,7 @@ func TestDial_badURL(t *testing.T) {
 	}
 }
 
-func TestMutex_badInput(t *testing.T) {
+func TestConfig_mutexBadInput(t *testing.T) {
 	cluster := redlocktest.Start(t, 3)
 	c := newClient(t, cluster)
 	ctx := testContext(t)
@@ -198,7 +198,7 @@ func TestConfig_acceptedEdges(t *testing.T) {
 
 // A lease with WithTTL(MaxTTL) is a key on every node, expiring about
 // MaxTTL from now.
-func TestTTL_atMaxTTL(t *testing.T) {
+func TestConfig_ttlAtMaxTTL(t *testing.T) {
 	cluster := redlocktest.Start(t, 3)
 	ctx := testContext(t)
 	c := newClient(t, cluster, redlock.WithTTL(redlock.MaxTTL))
@@ -250,7 +250,7 @@ func TestConfig_queueTimeoutAtMaxTimeout(t *testing.T) {
 
 // A nil *Lease (a Lock's result used despite its error) is a clear error,
 // not a panic.
-func TestLease_nilIsAConfigError(t *testing.T) {
+func TestConfig_nilLeaseIsAConfigError(t *testing.T) {
 	var l *redlock.Lease
 	if err := l.Unlock(context.Background()); !errors.Is(err, redlock.ErrConfig) {
 		t.Errorf("Unlock of a nil Lease: %v, want ErrConfig", err)

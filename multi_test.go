@@ -99,21 +99,6 @@ func TestMulti_badInput(t *testing.T) {
 	}
 }
 
-func TestQuorum_everyNodeRequired(t *testing.T) {
-	cluster := redlocktest.Start(t, 5)
-	ctx := testContext(t)
-	c := newClient(t, cluster, redlock.WithQuorum(5))
-	mustUnlock(t, mustLock(t, ctx, c.Mutex("all")))
-	if err := cluster.Servers[3].Kill(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Mutex("all").TryLock(ctx); !errors.Is(err, redlock.ErrNoQuorum) {
-		t.Fatalf("WithQuorum(5) with a node down: %v, want ErrNoQuorum", err)
-	}
-	// Any 4 of 5 still locks with WithQuorum(4).
-	mustUnlock(t, mustLock(t, ctx, c.Mutex("all", redlock.WithQuorum(4))))
-}
-
 // The first part's validity runs out while Lock waits for the second: Lock
 // must not return that lease, but take the parts again.
 func TestMulti_lockOutlivingAPartTakesItAgain(t *testing.T) {

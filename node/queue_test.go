@@ -93,7 +93,7 @@ func TestAcquireQueued_headByTicketWhateverTheArrivalOrder(t *testing.T) {
 }
 
 // Only the waiter the lock went to is told, on its own channel.
-func TestRelease_tellsOnlyTheWaiterItHandsTo(t *testing.T) {
+func TestQueue_releaseTellsOnlyTheWaiterItHandsTo(t *testing.T) {
 	n, cluster := oneNode(t)
 	ctx := context.Background()
 	keys := keysOf("redlock:{t}")
@@ -168,7 +168,7 @@ func TestAcquireQueued_plainTakesAFreeLockFairQueues(t *testing.T) {
 }
 
 // A waiter whose heartbeat lapsed is evicted: the lock goes to the next.
-func TestRelease_passesOverWaitersWithoutHeartbeat(t *testing.T) {
+func TestQueue_releasePassesOverWaitersWithoutHeartbeat(t *testing.T) {
 	n, _ := oneNode(t)
 	ctx := context.Background()
 	keys := keysOf("l")
@@ -266,7 +266,7 @@ func TestHandoff_renewClaimsReleasePassesOn(t *testing.T) {
 // ticket: the grant had taken it off this node's queue, and without its
 // place the nodes would name different heads. Back at the head, it finds
 // the lock free for its next attempt.
-func TestReleaseKeepingPlace_putsTheWaiterBack(t *testing.T) {
+func TestQueue_releaseKeepingPlacePutsTheWaiterBack(t *testing.T) {
 	n, cluster := oneNode(t)
 	admin := cluster.Admin(t, 0)
 	ctx := context.Background()

@@ -257,69 +257,6 @@ func TestGuard_infoRefusedCountsFromNow(t *testing.T) {
 	within(t, "since", q.Since, deleted, 300*time.Millisecond)
 }
 
-// Declare marks a brand-new node for its process: it votes at once, and no
-// longer after a restart. It refuses a node holding lock keys, one that
-// loaded keys from disk at its start, and one whose marker records a loss.
-func TestDeclare(t *testing.T) {
-	n, cluster := oneNode(t)
-	ctx := context.Background()
-	admin := cluster.Admin(t, 0)
-	keys := keysOf("redlock:{declare}")
-	keys.Guard = time.Minute
-	if err := node.Declare(ctx, admin, "redlock:"); err != nil { // again: the harness declared it
-		t.Fatalf("Declare twice: %v", err)
-	}
-	if got, err := n.Acquire(ctx, nil, keys, "o", "h1", time.Minute); err != nil || !got.Granted {
-		t.Fatalf("Acquire on a declared node = %+v, %v", got, err)
-	}
-	var notNew *node.NotNew
-	if err := node.Declare(ctx, admin, "redlock:"); !errors.As(err, &notNew) || len(notNew.Keys) != 1 || notNew.Keys[0] != keys.Lock {
-		t.Fatalf("Declare with a lock held = %v; want refused, naming the lock", err)
-	}
-	if err := admin.Save(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.Servers[0].Restart(true); err != nil {
-		t.Fatal(err)
-	}
-	if err := admin.Del(ctx, keys.Lock).Err(); err != nil { // no key left, but the process loaded some
-		t.Fatal(err)
-	}
-	if err := node.Declare(ctx, admin, "redlock:"); !errors.As(err, &notNew) || notNew.Loaded != "2" || !errors.Is(err, node.ErrNotNew) {
-		t.Fatalf("Declare after a restart from a snapshot = %v; want refused: it loaded keys", err)
-	}
-	if q := quarantineOf(t, n, keys, "h2"); q.Why != node.WhyRestarted {
-		t.Fatalf("after a restart the declaration holds no more: %s", q)
-	}
-	if err := admin.FlushAll(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	if q := quarantineOf(t, n, keys, "h3"); q.Why != node.WhyFlushed {
-		t.Fatalf("after FLUSHALL: %s", q)
-	}
-	if err := node.Declare(ctx, admin, "redlock:"); !errors.As(err, &notNew) || notNew.Marker == "" {
-		t.Fatalf("Declare after a flush = %v; want refused: the marker records the loss", err)
-	}
-}
-
-// Declare refuses a node whose keys were dropped since it started, though
-// it holds none now.
-func TestDeclare_refusesAFlushedNode(t *testing.T) {
-	_, cluster := oneNode(t)
-	ctx := context.Background()
-	admin := cluster.Admin(t, 0)
-	if err := admin.FlushAll(ctx).Err(); err != nil {
-		t.Fatal(err)
-	}
-	var notNew *node.NotNew
-	if err := node.Declare(ctx, admin, "redlock:"); !errors.As(err, &notNew) || notNew.Dropped != node.WhyFlushed {
-		t.Fatalf("Declare after FLUSHALL = %v; want refused: keys were dropped", err)
-	}
-	if exists, _ := admin.Exists(ctx, "redlock:node").Result(); exists != 0 {
-		t.Fatal("a refused Declare wrote the marker")
-	}
-}
-
 // AOF switched on at run time after a restart from a snapshot does not
 // make the node's data complete: it still waits out the restart rule.
 func TestGuard_aofSwitchedOnAfterASnapshotRestartStillWaits(t *testing.T) {
