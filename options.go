@@ -17,9 +17,6 @@ const (
 	// enough that a renewal every TTL/3 survives a few slow rounds, short
 	// enough that a crashed holder blocks others for half a minute at most.
 	DefaultTTL = core.DefaultTTL
-	// DefaultDriftFactor is the fraction of the TTL set aside for node
-	// clocks running fast, as the Redlock paper suggests.
-	DefaultDriftFactor = core.DefaultDriftFactor
 	// DefaultNodeTimeout bounds each call to one node. A slow or paused node
 	// costs a round at most this much, and it is small against DefaultTTL so
 	// that a round leaves most of the validity window.
@@ -93,19 +90,6 @@ func WithAcceptedRisks(risks ...Risk) Option {
 	return core.WithAcceptedRisks(risks...)
 }
 
-// WithClockCheck turns the check of the nodes' clock rates on or off
-// (default on). Every round trip to a node reads its clock (TIME, in the
-// same pipeline as the call). A node whose clock is proven to run faster
-// than 1 + the drift factor allows, or to have jumped forward, expires keys
-// early: its answers to acquires, renewals and fencing reads do not count
-// (Observer.Quarantined, a slog warning, ErrQuarantined in node errors)
-// until it has been found in bounds for a TTL after the last finding. It
-// rests on this process's monotonic clock running true, and is off on
-// Redis Cluster and Ring clients. See docs/safety.md, "The clock check".
-func WithClockCheck(on bool) Option {
-	return core.WithClockCheck(on)
-}
-
 // WithTTL sets how long a lease lives on the nodes without renewal
 // (default DefaultTTL). It must be in (0, MaxTTL] and longer than its drift
 // allowance (TTL*driftFactor + 2ms).
@@ -124,14 +108,6 @@ func WithWatchdog(on bool) Option {
 // Redisson's MultiLock does.
 func WithQuorum(k int) Option {
 	return core.WithQuorum(k)
-}
-
-// WithDriftFactor sets the fraction of the TTL set aside for node clocks
-// running fast (default DefaultDriftFactor), in [0, 0.5): a lease's
-// validity window is the TTL less this share and 2ms, so never under half
-// the TTL but for those 2ms.
-func WithDriftFactor(factor float64) Option {
-	return core.WithDriftFactor(factor)
 }
 
 // WithNodeTimeout bounds each call to one node (default DefaultNodeTimeout,
