@@ -38,7 +38,7 @@
  * now + LIFE; the waiter is the only one queued, so the key stays free).
  * Under LEAVES: after the release of hold x on a node whose answer to x
  * was not heard, a leave of hold x follows (leave.lua with "hold", sent once the
- * release was answered: Mutex.leaveAfterRelease), arriving at any later
+ * release was answered: Target.leaveAfterRelease), arriving at any later
  * moment, or never: it takes the waiter off the node's queue, and passes
  * on a key handed to it only if the handing names x. (The code sends it
  * after the release of a lease given back, or ended, on such a node; the

@@ -7,9 +7,7 @@ import (
 	"github.com/quorumlock/redlock/node"
 )
 
-// Observer holds optional hooks called on lock events, for metrics. Nil
-// hooks are skipped. Hooks run on the library's goroutines: they must be
-// quick and must not call back into the lease they are told about.
+// Observer: see redlock.Observer, which documents it.
 type Observer struct {
 	Acquired  func(AcquiredEvent)
 	Released  func(ReleasedEvent)
@@ -89,11 +87,7 @@ type LostEvent struct {
 	Err  error
 }
 
-// QuarantineEvent reports a node that does not vote: it lost its data (or
-// is new) less than the restart guard ago (see WithRestartGuard), or its
-// clock was found to run fast (see WithClockCheck). It is reported once per
-// data loss, or run of clock findings, and node, by the first call that
-// met the refusal.
+// QuarantineEvent: see redlock.QuarantineEvent, which documents it.
 type QuarantineEvent struct {
 	Node   int
 	Addr   string
@@ -104,10 +98,7 @@ type QuarantineEvent struct {
 	Until time.Time
 }
 
-// ErrQuarantined matches a node's refusal to vote after it lost its data,
-// and an answer not counted because the node's clock runs fast:
-// errors.Is(err, ErrQuarantined) on a *NodeError, or on ErrNoQuorum's
-// error when such a node was among the failing ones.
+// ErrQuarantined: see redlock.ErrQuarantined, which documents it.
 var ErrQuarantined = node.ErrQuarantined
 
 // JoinObservers returns one Observer that calls the hooks of each of

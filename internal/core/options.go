@@ -11,44 +11,28 @@ import (
 	"github.com/quorumlock/redlock/node"
 )
 
-// Defaults. Given to New, options replace them for every Mutex of the
-// Client; given to Mutex, they replace them for that mutex only.
+// Defaults: redlock's options.go documents each.
 const (
-	// DefaultTTL is how long a lease lives on the nodes without renewal. Long
-	// enough that a renewal every TTL/3 survives a few slow rounds, short
-	// enough that a crashed holder blocks others for half a minute at most.
+	// DefaultTTL: see redlock.DefaultTTL, which documents it.
 	DefaultTTL = 30 * time.Second
 	// DefaultDriftFactor is the fraction of the TTL set aside for node
 	// clocks running fast, as the Redlock paper suggests.
 	DefaultDriftFactor = 0.01
-	// DefaultNodeTimeout bounds each call to one node. A slow or paused node
-	// costs a round at most this much, and it is small against DefaultTTL so
-	// that a round leaves most of the validity window.
+	// DefaultNodeTimeout: see redlock.DefaultNodeTimeout, which documents it.
 	DefaultNodeTimeout = 500 * time.Millisecond
 	// DefaultKeyPrefix starts every key and channel the library uses.
 	DefaultKeyPrefix = "redlock:"
 	// MaxRestartGuard bounds WithRestartGuard: the longest TTL.
 	MaxRestartGuard = MaxTTL
-	// DefaultQueueTimeout is how long a fair-mode waiter keeps its place in
-	// the queue without a heartbeat.
+	// DefaultQueueTimeout: see redlock.DefaultQueueTimeout, which documents it.
 	DefaultQueueTimeout = 5 * time.Second
 )
 
-// Bounds. Every option value outside them makes New return ErrConfig, or
-// makes the Mutex's Lock and TryLock return it.
+// Bounds: redlock's options.go documents each.
 const (
-	// MaxTTL is the longest TTL WithTTL accepts: a year. No lock needs to
-	// outlive its holder longer, and the bound keeps every computation on a
-	// TTL far from overflow: the round-up to whole milliseconds for PEXPIRE
-	// (time.Duration ends near 292 years), TTL*driftFactor in float64,
-	// time.Time arithmetic on Until, the Lua doubles that carry it (exact
-	// up to 2^53 ms, some 285,000 years) and Redis adding it to its
-	// millisecond clock.
+	// MaxTTL: see redlock.MaxTTL, which documents it.
 	MaxTTL = 365 * 24 * time.Hour
-	// MaxTimeout is the longest node timeout (WithNodeTimeout) and queue
-	// timeout (WithQueueTimeout) accepted, MaxTTL for the same reasons: the
-	// queue timeout goes to the nodes in milliseconds and the fair-mode
-	// script adds it to the node's clock and doubles it.
+	// MaxTimeout: see redlock.MaxTimeout, which documents it.
 	MaxTimeout = MaxTTL
 	// maxDriftFactor bounds the drift factor: from one half up, the drift
 	// allowance would take half the TTL or more, leaving a validity window
@@ -56,9 +40,7 @@ const (
 	maxDriftFactor = 0.5
 )
 
-// Option configures a Client (given to New or Dial) or one Mutex (given to
-// Client.Mutex). An invalid option makes New return ErrConfig, or makes the
-// Mutex's Lock and TryLock return it.
+// Option: see redlock.Option, which documents it.
 type Option func(*Settings)
 
 // Settings is the resolved configuration of one mutex. It is a value: each

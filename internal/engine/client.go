@@ -17,9 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// Client grants locks over a fixed set of independent Redis nodes. It is
-// safe for concurrent use. Close it when done: it releases the leases it
-// still holds and stops its background work.
+// Client: see redlock.Client, which documents it.
 type Client struct {
 	runtime  *leases.Runtime // the leases, nodes, gates and background work all locks of this Client share
 	defaults core.Settings

@@ -17,23 +17,13 @@ import (
 // ErrNoLeader reports that an election has no leader now (Election.Leader).
 var ErrNoLeader = errors.New("redlock: no leader")
 
-// Leader is an election's leader: the value it campaigned with and its
-// term. The zero Leader (Term 0) stands for "no leader" in Observe.
+// Leader: see redlock.Leader, which documents it.
 type Leader struct {
 	Value string
 	Term  uint64
 }
 
-// Election elects one leader at a time among its candidates, over the
-// Client's nodes. Leadership is a lock (the one called name, with fencing
-// on): a leader is a holder of it, so the lock's guarantees are the
-// election's: no two leaders with overlapping validity, and a leader's
-// term is the lock's fencing token, strictly greater than every earlier
-// leader's. The leader is renewed, lost and released as a lease is; what
-// it campaigned with is published on the nodes (key "{<name>}:leader")
-// for Leader and Observe, kept there a TTL past each publication: it
-// expires a TTL after its leader stopped leading. Client.Inspect and
-// Client.ForceUnlock work on the election's name as on a lock's.
+// Election: see redlock.Election, which documents it.
 type Election struct {
 	client *Client
 	name   string

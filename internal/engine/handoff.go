@@ -24,7 +24,7 @@ import (
 // until then, and nothing this owner sent can have ended it: a later
 // attempt (a claim) would have named another hold, undos go only to nodes
 // that granted or did not answer, and a release, or the leave that
-// follows one (Mutex.leaveAfterRelease), passes a handed lock on only when
+// follows one (Target.leaveAfterRelease), passes a handed lock on only when
 // it names the handed hold. Those leaves name the hold of an undone
 // attempt (sent only to nodes whose answer was not heard, which do not
 // count) or of a lease (which ended, or was given back within its own

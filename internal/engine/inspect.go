@@ -38,9 +38,7 @@ type LockInfo struct {
 	Nodes   []NodeInfo // one per node, in node order
 }
 
-// NodeInfo is one node's view of a lock. Err is set when the node did not
-// answer (or answered an error, such as a key of the wrong type); the
-// other fields are then zero.
+// NodeInfo: see redlock.NodeInfo, which documents it.
 type NodeInfo struct {
 	Node  int
 	Addr  string

@@ -8,10 +8,7 @@ import (
 	"github.com/quorumlock/redlock/internal/core"
 )
 
-// Lease is one hold of a lock: of one Mutex (Mutex.Lock, TryLock) or of
-// every part of a MultiMutex. It is safe for concurrent use. Unlock it
-// exactly once; a reentrant Lock returns a Lease of its own, unlocked on its
-// own.
+// Lease: see redlock.Lease, which documents it.
 type Lease struct {
 	held held // *leases.Held (one Mutex), *permit or *multiLease
 	// call and event: the Observer.Call hook of the call that granted it,

@@ -14,10 +14,7 @@ import (
 	"github.com/quorumlock/redlock/reentrant"
 )
 
-// MultiMutex is several mutexes taken as one, all or nothing: for example
-// one lock in each of two datacenters' node sets (mutexes of different
-// Clients), or several resources of one Client. It is safe for concurrent
-// use.
+// MultiMutex: see redlock.MultiMutex, which documents it.
 type MultiMutex struct {
 	parts []*Mutex // in lock order
 	err   error
@@ -111,7 +108,7 @@ func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Con
 			releaseAll()
 			return nil, fmt.Errorf("redlock: Multi: %s: %w", m.target.LockName, err)
 		}
-		parts = append(parts, taken.held.(*leases.Held)) // a Mutex's Lease holds a *lease
+		parts = append(parts, taken.held.(*leases.Held)) // a Mutex's Lease holds a *leases.Held
 		if err := ranOut(parts, m.target.LockName); err != nil {
 			releaseAll()
 			return nil, err

@@ -17,8 +17,7 @@ import (
 	"github.com/quorumlock/redlock/reentrant"
 )
 
-// Mutex is one named lock over the Client's nodes. It holds no state of its
-// own between calls: it is cheap, and safe for concurrent use.
+// Mutex: see redlock.Mutex, which documents it.
 type Mutex struct {
 	target *leases.Target // what a lease of this mutex knows of its lock
 	client *Client

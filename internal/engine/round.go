@@ -51,7 +51,7 @@ func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*leas
 	if tally.Yes >= m.target.Need() && time.Now().Before(until) && stopWatch() {
 		lease, result := m.grant(ctx, k, r.hold, r.start, until, r.order, func(lease *leases.Held) quorum.Tally[node.Acquired] {
 			// Every answer in by now is in this tally, and every later one
-			// goes to lateAcquire: none is missed.
+			// goes to Held.LateAcquire: none is missed.
 			return round.Detach(lease.LateAcquire)
 		})
 		if lease != nil && r.leadReply.Vote == quorum.Failed {
@@ -377,7 +377,7 @@ func behind(replies []quorum.Reply[node.Acquired], holder string) bool {
 }
 
 // undoGrant drops the hold of k's failed attempt on node i, which granted
-// it; as releaseNode otherwise (the sweeper retries it when the node does
+// it; as Target.ReleaseNode otherwise (the sweeper retries it when the node does
 // not answer).
 func (m *Mutex) undoGrant(ctx context.Context, i int, k *lockCall, hold string) {
 	ctx, cancel := context.WithTimeout(ctx, m.target.Settings.RoundTimeout())

@@ -11,16 +11,7 @@ import (
 	"github.com/quorumlock/redlock/reentrant"
 )
 
-// RWMutex is a read-write lock over the Client's nodes: many readers at
-// once, or one writer. It is safe for concurrent use. The writer's side is
-// the Mutex of the same name, with every option of a Mutex; read holds
-// share one owner value on the nodes (node.Readers), so the lock's
-// guarantee keeps a writer apart from every reader. Writers are preferred:
-// a reader is refused while a writer waits. RLock with the Context of a
-// read lease, or of a write lease of this Client, re-enters; Lock with a
-// read lease's Context fails at once (ErrNotAcquired): no upgrades. Read
-// leases have no fencing token (Token is 0) and their Owner is node.Readers.
-// See docs/features.md, "Read-write lock: holds, waiting and reentrancy".
+// RWMutex: see redlock.RWMutex, which documents it.
 type RWMutex struct {
 	name   string
 	writer *Mutex

@@ -16,16 +16,7 @@ import (
 	"github.com/quorumlock/redlock/reentrant"
 )
 
-// Semaphore lets at most its count of permits be held at once, over the
-// Client's nodes. Each permit is a Lease: renewed by the watchdog, lost
-// (ErrLost) when it cannot be renewed, released by Unlock; a permit whose
-// holder crashed comes back when its TTL ends. K permits are K slots, each
-// an ordinary lock ("<name>:permit<i>"). The count is stored on the nodes:
-// another count for the same name is ErrConfig, and a permit whose count
-// could not be confirmed for about a TTL is lost (ErrLost). Permits are not
-// reentrant; WithFair or WithFencing given to Client.Semaphore is ErrConfig.
-// Keep a Semaphore value and reuse it: a new one checks the count again.
-// See docs/features.md, "Semaphore: slots and the count".
+// Semaphore: see redlock.Semaphore, which documents it.
 type Semaphore struct {
 	client   *Client
 	name     string

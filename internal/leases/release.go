@@ -15,7 +15,7 @@ import (
 
 // ReleaseNodes drops hold on the given nodes and waits for their answers
 // (each bounded by the node timeout); uncertain and leaving as in
-// releaseNode.
+// ReleaseNode.
 func (t *Target) ReleaseNodes(ctx context.Context, nodes []int, owner, hold string, uncertain func(int) bool, leaving func() bool) {
 	quorum.Each(ctx, nodes, 0, func(ctx context.Context, i int) { t.ReleaseNode(ctx, i, owner, hold, uncertain(i), leaving) })
 }
