@@ -57,7 +57,7 @@ func TestMulti_acrossTwoClients(t *testing.T) {
 	}
 	// Each part's Lock returned at a quorum. On a loaded machine a request
 	// to a third node can time out and still run there after the release;
-	// the lease releases that late grant again (Held.LateAcquire).
+	// the lease releases that late grant again (leases.Lease.LateAcquire).
 	waitFor(t, 5*time.Second, "no keys left after the Multi's Unlock", func() bool {
 		return east.KeyCount(t)+west.KeyCount(t) == 0
 	})

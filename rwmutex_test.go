@@ -357,7 +357,7 @@ func TestRWMutex_badInput(t *testing.T) {
 	}
 	// RLock returned at a quorum. On a loaded machine its request to the
 	// third node can time out and still run there after the release; the
-	// lease releases that late grant again (Held.LateAcquire).
+	// lease releases that late grant again (leases.Lease.LateAcquire).
 	waitFor(t, 5*time.Second, "no keys left", func() bool { return cluster.KeyCount(t) == 0 })
 }
 

@@ -34,7 +34,7 @@
  * reader), which re-creates the hold on a node where the key is free or
  * the owner's; a quorum of renewals that came while the lease and the new
  * window (renewStart + TTL - DRIFT) are both valid extends the lease to
- * that window (Held.renewed, internal/leases/extend.go). Then, at any moment, the lease
+ * that window (leases.Lease.renewed, internal/leases/extend.go). Then, at any moment, the lease
  * ends and a release goes to every node that is up (release.lua; for a
  * round that failed, its undo). Every request is a step of its client
  * taken at any later moment, or never (lost: the client then waits for it
@@ -269,7 +269,7 @@ proctype Crash() {
 	:: else -> skip \
 	fi
 /* a renewal at a quorum extends the lease if both the lease and the new
- * window are valid (Held.renewed, internal/leases/extend.go) */
+ * window are valid (leases.Lease.renewed, internal/leases/extend.go) */
 #define RRENEWED if \
 	:: votes >= Q -> \
 		if \

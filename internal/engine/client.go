@@ -22,7 +22,7 @@ type Client struct {
 	runtime  *leases.Runtime // the leases, nodes, gates and background work all locks of this Client share
 	defaults core.Settings
 	owned    []redis.UniversalClient // made by Dial; closed by Close
-	health   *health                 // which nodes answer: picks the lead node
+	lead     *leadChoice             // which nodes answer: picks the lead node
 	tickets  fair.Tickets            // fair-mode queue positions
 	clock    fair.Clock              // the nodes' time, for tickets
 	tag      string                  // names this Client's notice channels
@@ -53,7 +53,7 @@ func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 		c.runtime.Nodes = append(c.runtime.Nodes, n)
 	}
 	c.runtime.Hub = pubsub.New(nodes, defaults.NodeTimeout)
-	c.health = newHealth(len(nodes))
+	c.lead = newLeadChoice(len(nodes))
 	c.runtime.Watchdog = leases.NewWatchdog(c.runtime)
 	c.runtime.Sweeper = leases.NewSweeper(c.runtime)
 	c.warmed = c.warm()

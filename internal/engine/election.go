@@ -83,7 +83,7 @@ func (e *Election) campaign(ctx context.Context, value string, stats *callStats)
 // the leadership ends (or the Client closes): that keeps it from expiring,
 // and a node that lost it (restarted empty) has it back, as the lease's
 // renewals put the lock back there: Leader goes on naming the leader.
-func (e *Election) keepPublished(lease *leases.Held, record node.Record) {
+func (e *Election) keepPublished(lease *leases.Lease, record node.Record) {
 	c := e.client
 	ticker := time.NewTicker(e.mutex.target.Settings.TTL / 3)
 	defer ticker.Stop()
@@ -105,7 +105,7 @@ func (e *Election) keepPublished(lease *leases.Held, record node.Record) {
 
 // publish writes the leader record on every node; a quorum must hold it
 // for this term, and the lease must still be valid.
-func (e *Election) publish(ctx context.Context, lease *leases.Held, record node.Record) error {
+func (e *Election) publish(ctx context.Context, lease *leases.Lease, record node.Record) error {
 	c := e.client
 	stored := make([]uint64, len(c.runtime.Nodes))
 	errs := make([]error, len(c.runtime.Nodes))

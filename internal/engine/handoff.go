@@ -271,7 +271,7 @@ func (h *handoff) freeze(hold string) {
 // adopt takes the lease from the handoff notices when a quorum of nodes
 // handed the lock to k's latest failed attempt (see handoff). It returns
 // nil when they have not, or the lease would no longer be valid.
-func (m *Mutex) adopt(ctx context.Context, k *lockCall) (*leases.Held, outcome) {
+func (m *Mutex) adopt(ctx context.Context, k *lockCall) (*leases.Lease, outcome) {
 	if k.handoff == nil {
 		return nil, outcome{}
 	}
@@ -292,5 +292,5 @@ func (m *Mutex) adopt(ctx context.Context, k *lockCall) (*leases.Held, outcome) 
 		tally.Replies[i] = quorum.Reply[node.Acquired]{Vote: quorum.Yes, Value: node.Acquired{Granted: true, Holds: 1}}
 	}
 	tally.Yes, tally.No, tally.Answered = len(nodes), len(tally.Replies)-len(nodes), len(tally.Replies)
-	return m.grant(ctx, k, hold, start, until, nil, func(*leases.Held) quorum.Tally[node.Acquired] { return tally })
+	return m.grant(ctx, k, hold, start, until, nil, func(*leases.Lease) quorum.Tally[node.Acquired] { return tally })
 }

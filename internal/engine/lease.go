@@ -10,7 +10,7 @@ import (
 
 // Lease: see redlock.Lease, which documents it.
 type Lease struct {
-	held held // *leases.Held (one Mutex), *permit or *multiLease
+	held held // *leases.Lease (one Mutex), *permit or *multiLease
 	// call and event: the Observer.Call hook of the call that granted it,
 	// and that call's event, for its Unlock and Extend (nil: none).
 	call  func(context.Context, core.CallEvent) func(core.CallResult)

@@ -87,7 +87,7 @@ func TestLease_releaseLeavesTheQueueALateAcquireJoined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := held.held.(*leases.Held)
+	l := held.held.(*leases.Lease)
 	// Lock returns at the quorum of nodes 0 and 1: on a loaded machine node
 	// 2's acquire can run only after that, and the leave that answers its
 	// refusal later still. Wait for both (the Client's background work),
@@ -166,7 +166,7 @@ func TestLease_lateRefusalPassesOnOnlyItsOwnHanding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := held.held.(*leases.Held)
+	l := held.held.(*leases.Lease)
 	c.runtime.Background.Wait() // a request of Lock's still on its way lands first
 	admin := cluster.Admin(t, 2)
 	handTo := func(named string) {

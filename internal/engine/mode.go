@@ -33,7 +33,7 @@ type mode interface {
 	// TryLock may have queued it.
 	dequeue(ctx context.Context, nodes []int, k *lockCall)
 	// finish ends call k with lease (nil when it failed).
-	finish(ctx context.Context, k *lockCall, lease *leases.Held)
+	finish(ctx context.Context, k *lockCall, lease *leases.Lease)
 	// releasing: the release of the lease of k's hold starts, and k
 	// heard notices (k.handoff).
 	releasing(k *lockCall, hold string)
@@ -92,7 +92,7 @@ func (w waiters) undo(ctx context.Context, i int, k *lockCall, hold string) erro
 
 // leaveQueue: the waiter leaves the queue on every node that may still
 // hold its place (or a lock handed to it that the lease does not count).
-func (w waiters) leaveQueue(ctx context.Context, k *lockCall, lease *leases.Held) {
+func (w waiters) leaveQueue(ctx context.Context, k *lockCall, lease *leases.Lease) {
 	var queued []int
 	for i := range w.m.client.runtime.Nodes {
 		// A node that granted took us off its queue. One still to answer
@@ -170,7 +170,7 @@ func (w waiters) adopts() bool {
 }
 
 // HoldContext: the lease's Context carries its owner, so Lock re-enters.
-func (w waiters) HoldContext(values context.Context, l *leases.Held) context.Context {
+func (w waiters) HoldContext(values context.Context, l *leases.Lease) context.Context {
 	return reentrant.WithOwner(values, l.Owner())
 }
 
@@ -236,7 +236,7 @@ func (p plainMode) pace(delay time.Duration, last outcome) (time.Duration, bool)
 func (plainMode) dequeue(context.Context, []int, *lockCall) {} // a plain TryLock never queues
 
 // finish: a lease takes over the gate entry, and leaves it when it ends.
-func (p plainMode) finish(ctx context.Context, k *lockCall, lease *leases.Held) {
+func (p plainMode) finish(ctx context.Context, k *lockCall, lease *leases.Lease) {
 	if k.wait {
 		p.leaveQueue(ctx, k, lease)
 	}
@@ -283,7 +283,7 @@ func (f fairMode) dequeue(ctx context.Context, nodes []int, k *lockCall) {
 	f.queue.Leave(ctx, nodes, k.owner, k.id)
 }
 
-func (f fairMode) finish(ctx context.Context, k *lockCall, lease *leases.Held) {
+func (f fairMode) finish(ctx context.Context, k *lockCall, lease *leases.Lease) {
 	f.leaveQueue(ctx, k, lease)
 }
 
@@ -330,7 +330,7 @@ func (readMode) pace(delay time.Duration, _ outcome) (time.Duration, bool) {
 
 func (readMode) dequeue(context.Context, []int, *lockCall) {}
 
-func (readMode) finish(context.Context, *lockCall, *leases.Held) {}
+func (readMode) finish(context.Context, *lockCall, *leases.Lease) {}
 
 func (readMode) releasing(*lockCall, string) {} // readers take no lease from notices
 
@@ -347,7 +347,7 @@ func (readMode) adopts() bool { return false } // a reader is never handed the l
 
 // HoldContext: a read hold's Context says so (RLock with it re-enters,
 // Lock with it is refused), and keeps the caller's owner, if any.
-func (readMode) HoldContext(values context.Context, l *leases.Held) context.Context {
+func (readMode) HoldContext(values context.Context, l *leases.Lease) context.Context {
 	return withReadHold(values, l)
 }
 

@@ -95,8 +95,8 @@ var errPartRanOut = errors.New("validity ran out")
 // every part taken so far is still valid: waiting for the next part is
 // pointless once an earlier one ran out, and a lease returned must be
 // valid now. On failure it releases every part it took.
-func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) ([]*leases.Held, error) {
-	parts := make([]*leases.Held, 0, len(mm.parts))
+func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Context) (*Lease, error)) ([]*leases.Lease, error) {
+	parts := make([]*leases.Lease, 0, len(mm.parts))
 	releaseAll := func() {
 		for _, taken := range slices.Backward(parts) {
 			_ = taken.Release(context.WithoutCancel(ctx), core.ErrReleased, true)
@@ -108,7 +108,7 @@ func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Con
 			releaseAll()
 			return nil, fmt.Errorf("redlock: Multi: %s: %w", m.target.LockName, err)
 		}
-		parts = append(parts, taken.held.(*leases.Held)) // a Mutex's Lease holds a *leases.Held
+		parts = append(parts, taken.held.(*leases.Lease)) // a Mutex's Lease holds a *leases.Lease
 		if err := ranOut(parts, m.target.LockName); err != nil {
 			releaseAll()
 			return nil, err
@@ -119,7 +119,7 @@ func (mm *MultiMutex) takeAll(ctx context.Context, take func(*Mutex, context.Con
 
 // ranOut reports the first of parts that is no longer valid now that the
 // part last was taken.
-func ranOut(parts []*leases.Held, last string) error {
+func ranOut(parts []*leases.Lease, last string) error {
 	now := time.Now()
 	for _, part := range parts {
 		if until := part.Until(); !now.Before(until) {
@@ -137,7 +137,7 @@ func ranOut(parts []*leases.Held, last string) error {
 // multiLease is the hold of every part of a MultiMutex, behind a Lease.
 type multiLease struct {
 	owner  string
-	parts  []*leases.Held // in lock order
+	parts  []*leases.Lease // in lock order
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 	stops  []func() bool // end the watch on the parts' contexts
@@ -148,7 +148,7 @@ type multiLease struct {
 
 // newMultiLease joins parts into one lease whose Context ends when any
 // part's does (with that part's cause).
-func newMultiLease(parent context.Context, owner string, parts []*leases.Held) *multiLease {
+func newMultiLease(parent context.Context, owner string, parts []*leases.Lease) *multiLease {
 	ctx, cancel := context.WithCancelCause(reentrant.WithOwner(context.WithoutCancel(parent), owner))
 	l := &multiLease{owner: owner, parts: parts, ctx: ctx, cancel: cancel}
 	for _, part := range parts {

@@ -67,7 +67,7 @@ type lockCall struct {
 	nested      bool                        // a read hold inside a read hold of ctx
 	handoff     *handoff                    // the locks handed to this waiter (nil: none taken from notices)
 	id          string                      // this call's: its attempts' holds are "<id>.<n>"
-	holds       int                         // attempts made
+	attempts    int                         // attempts made
 	// ended: finish has begun. A release of one of its attempts that
 	// lands later (the undo where the acquire timed out, retried) is
 	// followed by a leave (leases.Target.ReleaseNode).
@@ -78,8 +78,8 @@ type lockCall struct {
 // from 1, so that a node can tell a later attempt of the call from an
 // earlier one, and from another call's (see handed_rule in guard.lua).
 func (k *lockCall) nextHold() string {
-	k.holds++
-	return k.id + "." + strconv.Itoa(k.holds)
+	k.attempts++
+	return k.id + "." + strconv.Itoa(k.attempts)
 }
 
 // undoing records the undo of a failed attempt, running in the
@@ -96,12 +96,12 @@ func (k *lockCall) undoing(done <-chan struct{}) {
 	k.undos = append(k.undos, done)
 }
 
-func (m *Mutex) acquire(ctx context.Context, wait bool) (*leases.Held, error) {
+func (m *Mutex) acquire(ctx context.Context, wait bool) (*leases.Lease, error) {
 	return m.acquireStats(ctx, wait, nil)
 }
 
 // acquireStats is acquire, recording its rounds in stats.
-func (m *Mutex) acquireStats(ctx context.Context, wait bool, stats *callStats) (*leases.Held, error) {
+func (m *Mutex) acquireStats(ctx context.Context, wait bool, stats *callStats) (*leases.Lease, error) {
 	c := m.client
 	if err := c.runtime.BeginCall(ctx, m.err); err != nil {
 		return nil, err
@@ -178,7 +178,7 @@ func (m *Mutex) newCall(ctx context.Context, wait bool) (*lockCall, error) {
 // won ends call k with lease, granted. If ctx ended as it was granted, the
 // caller has stopped waiting and would never unlock it: it is given back
 // (as x/sync/semaphore does), and the release leaves the gate.
-func (m *Mutex) won(ctx context.Context, k *lockCall, lease *leases.Held, votes int, began time.Time, last error) (*leases.Held, error) {
+func (m *Mutex) won(ctx context.Context, k *lockCall, lease *leases.Lease, votes int, began time.Time, last error) (*leases.Lease, error) {
 	cancelled := ctx.Err() != nil
 	k.finish(ctx, lease)
 	if cancelled {
@@ -285,7 +285,7 @@ func (k *lockCall) confirmWatch(ctx context.Context) bool {
 }
 
 // finish ends the call with lease (nil when it failed).
-func (k *lockCall) finish(ctx context.Context, lease *leases.Held) {
+func (k *lockCall) finish(ctx context.Context, lease *leases.Lease) {
 	k.ended.Store(true)
 	if lease == nil {
 		// Giving up: nothing of this call may stay locked when it returns.
@@ -309,7 +309,7 @@ func (k *lockCall) finish(ctx context.Context, lease *leases.Held) {
 // notices until it has left the nodes' queues (waiters.leaveQueue, which
 // then calls unwatch): a call that may take leases from notices, granted,
 // learns from the notices still arriving which nodes handed it the lock.
-func (k *lockCall) watchOn(lease *leases.Held) bool { return lease != nil && k.handoff != nil }
+func (k *lockCall) watchOn(lease *leases.Lease) bool { return lease != nil && k.handoff != nil }
 
 // unwatch ends the watching that watchOn kept on.
 func (k *lockCall) unwatch() {
@@ -318,7 +318,7 @@ func (k *lockCall) unwatch() {
 	}
 }
 
-func (m *Mutex) observeAcquired(lease *leases.Held, wait time.Duration, votes int) {
+func (m *Mutex) observeAcquired(lease *leases.Lease, wait time.Duration, votes int) {
 	if hook := m.target.Settings.Observer.Acquired; hook != nil {
 		hook(core.AcquiredEvent{Name: m.target.LockName, Owner: lease.Owner(), Wait: wait, Votes: votes})
 	}

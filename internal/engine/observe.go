@@ -109,7 +109,7 @@ func (m *Mutex) lock(ctx context.Context, op, kind string, wait bool) (*Lease, e
 }
 
 // leaseOf puts a Mutex's hold behind a Lease.
-func leaseOf(l *leases.Held, err error) (*Lease, error) {
+func leaseOf(l *leases.Lease, err error) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ type outcome struct {
 // returns a lease when a quorum granted within the validity window.
 // Otherwise it undoes every grant (and every call whose fate is unknown)
 // before it returns, so a failed attempt leaves nothing locked.
-func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*leases.Held, outcome) {
+func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*leases.Lease, outcome) {
 	r := &attemptState{k: k, hold: k.nextHold(), order: new(node.Order), lead: -1, lead0: -1}
 	if k.handoff != nil {
 		k.handoff.attempting()
@@ -49,9 +49,9 @@ func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*leas
 	tally := round.Wait(ctx)
 	until := core.ValidUntil(r.start, m.target.Settings.TTL, m.target.Settings.DriftFactor)
 	if tally.Yes >= m.target.Need() && time.Now().Before(until) && stopWatch() {
-		lease, result := m.grant(ctx, k, r.hold, r.start, until, r.order, func(lease *leases.Held) quorum.Tally[node.Acquired] {
+		lease, result := m.grant(ctx, k, r.hold, r.start, until, r.order, func(lease *leases.Lease) quorum.Tally[node.Acquired] {
 			// Every answer in by now is in this tally, and every later one
-			// goes to Held.LateAcquire: none is missed.
+			// goes to leases.Lease.LateAcquire: none is missed.
 			return round.Detach(lease.LateAcquire)
 		})
 		if lease != nil && r.leadReply.Vote == quorum.Failed {
@@ -81,7 +81,7 @@ type attemptState struct {
 func (m *Mutex) ask(ctx context.Context, r *attemptState, i int) quorum.Reply[node.Acquired] {
 	c := m.client
 	acquired, err := m.mode.acquire(ctx, r.order, i, r.k, r.hold)
-	c.health.record(i, err)
+	c.lead.record(i, err)
 	c.runtime.SawQuarantine(&m.target.Settings, i, err)
 	switch {
 	case err != nil:
@@ -97,7 +97,7 @@ func (m *Mutex) ask(ctx context.Context, r *attemptState, i int) quorum.Reply[no
 // would split their votes. Asking one node first lets its winner alone go
 // on, and costs each loser one call. ok is false when the lead refused.
 func (m *Mutex) askLead(ctx context.Context, r *attemptState) (lost outcome, ok bool) {
-	r.lead = m.client.health.lead()
+	r.lead = m.client.lead.pick()
 	r.lead0 = r.lead
 	r.order.Expect(1)
 	leadCtx, cancel := context.WithTimeout(ctx, m.target.Settings.RoundTimeout())
@@ -182,8 +182,8 @@ func (m *Mutex) lost(ctx context.Context, r *attemptState, round *quorum.Round[n
 // the lease is fenced before it is returned, and given back when that
 // fails.
 func (m *Mutex) grant(ctx context.Context, k *lockCall, hold string, start, until time.Time, order *node.Order,
-	granted func(*leases.Held) quorum.Tally[node.Acquired]) (*leases.Held, outcome) {
-	lease := leases.NewHeld(ctx, m.target, k.owner, hold, start, until)
+	granted func(*leases.Lease) quorum.Tally[node.Acquired]) (*leases.Lease, outcome) {
+	lease := leases.NewLease(ctx, m.target, k.owner, hold, start, until)
 	lease.Order = order
 	if k.handoff != nil {
 		lease.Releasing = func() { m.mode.releasing(k, hold) }

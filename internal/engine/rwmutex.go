@@ -93,20 +93,20 @@ func (rw *RWMutex) notUpgrade(ctx context.Context) error {
 
 // readHolds is the chain of read leases a Context carries, innermost first.
 type readHolds struct {
-	lease *leases.Held
+	lease *leases.Lease
 	outer *readHolds
 }
 
 type readHoldsKey struct{}
 
-func withReadHold(ctx context.Context, l *leases.Held) context.Context {
+func withReadHold(ctx context.Context, l *leases.Lease) context.Context {
 	outer, _ := ctx.Value(readHoldsKey{}).(*readHolds)
 	return context.WithValue(ctx, readHoldsKey{}, &readHolds{lease: l, outer: outer})
 }
 
 // readHeld returns a live read lease of m's lock (the same Client's) that
 // ctx carries, or nil.
-func readHeld(ctx context.Context, m *Mutex) *leases.Held {
+func readHeld(ctx context.Context, m *Mutex) *leases.Lease {
 	holds, _ := ctx.Value(readHoldsKey{}).(*readHolds)
 	for ; holds != nil; holds = holds.outer {
 		l := holds.lease

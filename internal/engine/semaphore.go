@@ -30,17 +30,17 @@ type Semaphore struct {
 	// confirmed is how long the count is known to stay on a quorum (the
 	// last check a quorum confirmed): no permit is valid past it.
 	confirmed time.Time
-	users     int                       // Acquire and TryAcquire calls running, plus permits out
-	out       map[*leases.Held]struct{} // permits of this value not ended yet
-	keeping   bool                      // a keeper checks the count while there are users
-	bound     *time.Timer               // fires at confirmed while permits are out
+	users     int                        // Acquire and TryAcquire calls running, plus permits out
+	out       map[*leases.Lease]struct{} // permits of this value not ended yet
+	keeping   bool                       // a keeper checks the count while there are users
+	bound     *time.Timer                // fires at confirmed while permits are out
 }
 
 // Semaphore implements redlock.Client.Semaphore, which documents it.
 func (c *Client) Semaphore(name string, permits int, opts ...core.Option) *Semaphore {
 	own := core.DefaultSettings().With(opts) // what the caller asked of this semaphore
 	opts = append(slices.Clip(opts), func(s *core.Settings) { s.Fair, s.Fencing = false, false })
-	s := &Semaphore{client: c, name: name, permits: permits, settings: c.defaults.With(opts), out: make(map[*leases.Held]struct{})}
+	s := &Semaphore{client: c, name: name, permits: permits, settings: c.defaults.With(opts), out: make(map[*leases.Lease]struct{})}
 	switch {
 	case name == "":
 		s.err = fmt.Errorf("%w: empty semaphore name", core.ErrConfig)
@@ -128,7 +128,7 @@ func (s *Semaphore) acquire(ctx context.Context, wait bool) (*Lease, error) {
 // the count's confirmation has less than half a TTL left (the keeper could
 // not reach a quorum while this call waited), it is checked again first;
 // a permit that would be valid no longer is given back.
-func (s *Semaphore) lent(ctx context.Context, l *leases.Held) (*Lease, error) {
+func (s *Semaphore) lent(ctx context.Context, l *leases.Lease) (*Lease, error) {
 	if time.Until(s.confirmedUntil()) < s.settings.TTL/2 {
 		err := s.check(ctx)
 		if err != nil && !time.Now().Before(s.confirmedUntil()) {
@@ -156,18 +156,25 @@ func (s *Semaphore) lent(ctx context.Context, l *leases.Held) (*Lease, error) {
 		s.mu.Unlock()
 		s.dropUser()
 	})
-	return &Lease{held: &permit{Held: l, sem: s}}, nil
+	return &Lease{held: &permit{slot: l, sem: s}}, nil
 }
 
 // permit is a Semaphore's permit: its slot's lease, valid no longer than
 // the count it was granted under is known to stay on a quorum.
 type permit struct {
-	*leases.Held
-	sem *Semaphore
+	slot *leases.Lease // the lease of the permit's slot
+	sem  *Semaphore
 }
 
+func (p *permit) Context() context.Context         { return p.slot.Context() }
+func (p *permit) Err() error                       { return p.slot.Err() }
+func (p *permit) Token() uint64                    { return p.slot.Token() }
+func (p *permit) Owner() string                    { return p.slot.Owner() }
+func (p *permit) Unlock(ctx context.Context) error { return p.slot.Unlock(ctx) }
+func (p *permit) Extend(ctx context.Context) error { return p.slot.Extend(ctx) }
+
 func (p *permit) Until() time.Time {
-	until, confirmed := p.Held.Until(), p.sem.confirmedUntil()
+	until, confirmed := p.slot.Until(), p.sem.confirmedUntil()
 	if confirmed.Before(until) {
 		return confirmed
 	}
@@ -195,7 +202,7 @@ func (s *Semaphore) unconfirmed() {
 		s.mu.Unlock()
 		return
 	}
-	lost := make([]*leases.Held, 0, len(s.out))
+	lost := make([]*leases.Lease, 0, len(s.out))
 	for l := range s.out {
 		lost = append(lost, l)
 	}
@@ -262,7 +269,7 @@ func (s *Semaphore) waitAny(ctx context.Context) (*Lease, error) {
 	defer cancel(nil)
 	type result struct {
 		slot  int
-		lease *leases.Held
+		lease *leases.Lease
 		err   error
 	}
 	results := make(chan result, len(s.slots))
@@ -273,7 +280,7 @@ func (s *Semaphore) waitAny(ctx context.Context) (*Lease, error) {
 			results <- result{i, lease, err}
 		})
 	}
-	var won *leases.Held
+	var won *leases.Lease
 	var failed error // the first failure that did not come from the race's end
 	failures := 0
 	for range s.slots {

@@ -10,7 +10,7 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-func (l *Held) Extend(ctx context.Context) error {
+func (l *Lease) Extend(ctx context.Context) error {
 	if !l.Target.Begin() {
 		return core.ErrClosed
 	}
@@ -42,7 +42,7 @@ func (l *Held) Extend(ctx context.Context) error {
 }
 
 // renewRound sends this lease's renewal to every node.
-func (l *Held) renewRound(ctx context.Context) *quorum.Round[node.Renewed] {
+func (l *Lease) renewRound(ctx context.Context) *quorum.Round[node.Renewed] {
 	m, c := l.Target, l.Target.Runtime
 	batch := []node.Renewal{{Keys: m.Keys.Node(), Owner: l.owner, Hold: l.Hold, TTL: m.Settings.TTL}}
 	return quorum.Start(ctx, m.Settings.RoundTimeout(), len(c.Nodes), m.Need(), &c.Background,
@@ -62,7 +62,7 @@ func (l *Held) renewRound(ctx context.Context) *quorum.Round[node.Renewed] {
 }
 
 // extendFailed is the error of an Extend whose round did not renew.
-func (l *Held) extendFailed(ctx context.Context, tally quorum.Tally[node.Renewed]) error {
+func (l *Lease) extendFailed(ctx context.Context, tally quorum.Tally[node.Renewed]) error {
 	need := l.Target.Need()
 	v := VerdictOf(l.Target, tally.Replies, need)
 	switch {
@@ -90,7 +90,7 @@ func (l *Held) extendFailed(ctx context.Context, tally quorum.Tally[node.Renewed
 // renewed moves the validity window after a quorum renewal of a round that
 // began at start. It reports false when the lease was lost or released
 // meanwhile, or the round outlasted its own window.
-func (l *Held) renewed(start time.Time) bool {
+func (l *Lease) renewed(start time.Time) bool {
 	s := &l.Target.Settings
 	until := core.ValidUntil(start, s.TTL, s.DriftFactor)
 	now := time.Now()

@@ -20,7 +20,7 @@ import (
 // in a round of its own (node.ReadFence). Why tokens increase, and
 // what each step guards against: docs/safety.md, "Why fencing tokens
 // increase".
-func (l *Held) Fence(ctx context.Context, granted []quorum.Reply[node.Acquired]) error {
+func (l *Lease) Fence(ctx context.Context, granted []quorum.Reply[node.Acquired]) error {
 	m := l.Target
 	need := m.Settings.QuorumOf(len(m.Nodes))
 	fences := votedFences(granted)
@@ -46,7 +46,7 @@ func votedFences(granted []quorum.Reply[node.Acquired]) []node.Fence {
 
 // readFences reads the counters and clocks of a quorum, in a round that
 // starts after the grant.
-func (l *Held) readFences(ctx context.Context) ([]node.Fence, error) {
+func (l *Lease) readFences(ctx context.Context) ([]node.Fence, error) {
 	m, c := l.Target, l.Target.Runtime
 	need := m.Settings.QuorumOf(len(c.Nodes))
 	reads := quorum.Start(ctx, m.Settings.RoundTimeout(), len(c.Nodes), need, &c.Background,
@@ -77,7 +77,7 @@ func (l *Held) readFences(ctx context.Context) ([]node.Fence, error) {
 
 // raiseHeld is node i's write-back of token: accepted only while this
 // lease's hold holds the lock there (refused otherwise).
-func (l *Held) raiseHeld(ctx context.Context, i int, token uint64) quorum.Reply[uint64] {
+func (l *Lease) raiseHeld(ctx context.Context, i int, token uint64) quorum.Reply[uint64] {
 	m := l.Target
 	value, held, err := m.Nodes[i].RaiseHeldFence(ctx, m.Keys.Node(), l.Hold, token)
 	switch {
@@ -91,7 +91,7 @@ func (l *Held) raiseHeld(ctx context.Context, i int, token uint64) quorum.Reply[
 
 // writeBack gives the lease the token after fences and has a quorum
 // accept it within the lease's validity window.
-func (l *Held) writeBack(ctx context.Context, fences []node.Fence) error {
+func (l *Lease) writeBack(ctx context.Context, fences []node.Fence) error {
 	m, c := l.Target, l.Target.Runtime
 	need := m.Settings.QuorumOf(len(c.Nodes))
 	token, err := nextToken(fences, time.Since(l.acquired))

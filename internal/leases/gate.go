@@ -7,7 +7,7 @@ import (
 	"github.com/quorumlock/redlock/internal/core"
 )
 
-// Gates queue, within one Client, the owners that contend for one lock:
+// Gates line up, within one Client, the owners that contend for one lock:
 // only the owner at the head contends on the nodes (or holds the lock); the
 // others wait here, in arrival order, and the head's Unlock hands over
 // without a Pub/Sub round trip. Sixteen goroutines of one process thus
@@ -20,9 +20,9 @@ type Gates struct {
 }
 
 type gate struct {
-	owner string // "" when free
-	holds int    // entries of owner: attempts in progress and live leases
-	queue []*gateWaiter
+	owner   string        // "" when free
+	entries int           // of owner: attempts in progress and live leases
+	line    []*gateWaiter // the owners waiting, in arrival order
 }
 
 type gateWaiter struct {
@@ -46,7 +46,7 @@ func (g *Gates) Enter(ctx context.Context, closed <-chan struct{}, lock, owner s
 	}
 	if gt.owner == "" || gt.owner == owner {
 		gt.owner = owner
-		gt.holds++
+		gt.entries++
 		g.mu.Unlock()
 		return nil
 	}
@@ -55,7 +55,7 @@ func (g *Gates) Enter(ctx context.Context, closed <-chan struct{}, lock, owner s
 		return errGateBusy
 	}
 	waiter := &gateWaiter{owner: owner, ready: make(chan struct{})}
-	gt.queue = append(gt.queue, waiter)
+	gt.line = append(gt.line, waiter)
 	g.mu.Unlock()
 
 	var err error
@@ -74,9 +74,9 @@ func (g *Gates) Enter(ctx context.Context, closed <-chan struct{}, lock, owner s
 		// Handed the gate just as we gave up: pass it on.
 		g.exitLocked(lock)
 	default:
-		for i, other := range gt.queue {
+		for i, other := range gt.line {
 			if other == waiter {
-				gt.queue = append(gt.queue[:i], gt.queue[i+1:]...)
+				gt.line = append(gt.line[:i], gt.line[i+1:]...)
 				break
 			}
 		}
@@ -95,28 +95,28 @@ func (g *Gates) Exit(lock string) {
 
 func (g *Gates) exitLocked(lock string) {
 	gt := g.byName[lock]
-	if gt == nil || gt.holds == 0 {
+	if gt == nil || gt.entries == 0 {
 		return
 	}
-	gt.holds--
-	if gt.holds > 0 {
+	gt.entries--
+	if gt.entries > 0 {
 		return
 	}
-	if len(gt.queue) == 0 {
+	if len(gt.line) == 0 {
 		delete(g.byName, lock)
 		return
 	}
-	gt.owner = gt.queue[0].owner
-	rest := gt.queue[:0]
-	for _, waiter := range gt.queue {
+	gt.owner = gt.line[0].owner
+	rest := gt.line[:0]
+	for _, waiter := range gt.line {
 		if waiter.owner == gt.owner {
-			gt.holds++
+			gt.entries++
 			close(waiter.ready)
 		} else {
 			rest = append(rest, waiter)
 		}
 	}
-	gt.queue = rest
+	gt.line = rest
 }
 
 // errGateBusy: another owner of this Client is acquiring or holding the lock.

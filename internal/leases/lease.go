@@ -13,8 +13,9 @@ import (
 	"github.com/quorumlock/redlock/quorum"
 )
 
-// Held is the hold of one Mutex, behind a Lease.
-type Held struct {
+// Lease is the lease of one Mutex, behind the engine's Lease: its Context,
+// expiry, renewal, fencing and release.
+type Lease struct {
 	Target   *Target
 	owner    string
 	Hold     string
@@ -54,8 +55,8 @@ type Held struct {
 	unreached []bool
 }
 
-func NewHeld(parent context.Context, m *Target, owner, hold string, start, until time.Time) *Held {
-	l := &Held{
+func NewLease(parent context.Context, m *Target, owner, hold string, start, until time.Time) *Lease {
+	l := &Lease{
 		Target:    m,
 		owner:     owner,
 		Hold:      hold,
@@ -75,25 +76,25 @@ func NewHeld(parent context.Context, m *Target, owner, hold string, start, until
 	return l
 }
 
-func (l *Held) Context() context.Context { return l.ctx }
+func (l *Lease) Context() context.Context { return l.ctx }
 
-func (l *Held) Err() error {
+func (l *Lease) Err() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.err
 }
 
-func (l *Held) Until() time.Time {
+func (l *Lease) Until() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
 }
 
-func (l *Held) Token() uint64 { return l.token }
+func (l *Lease) Token() uint64 { return l.token }
 
-func (l *Held) Owner() string { return l.owner }
+func (l *Lease) Owner() string { return l.owner }
 
-func (l *Held) Unlock(ctx context.Context) error {
+func (l *Lease) Unlock(ctx context.Context) error {
 	if !l.Target.Begin() {
 		return core.ErrClosed // Close released it already
 	}
@@ -104,7 +105,7 @@ func (l *Held) Unlock(ctx context.Context) error {
 // Release ends the lease with cause and removes the hold from every node.
 // It returns once a quorum answered, or with complete, once every node
 // answered (or timed out).
-func (l *Held) Release(ctx context.Context, cause error, complete bool) error {
+func (l *Lease) Release(ctx context.Context, cause error, complete bool) error {
 	l.ops.Lock()
 	defer l.ops.Unlock()
 	lost, err := l.markReleased(cause)
@@ -144,7 +145,7 @@ func (l *Held) Release(ctx context.Context, cause error, complete bool) error {
 
 // markReleased ends the lease with cause, once: a second release gets
 // ErrReleased (ErrClosed when Close released it). lost: it was lost before.
-func (l *Held) markReleased(cause error) (lost bool, err error) {
+func (l *Lease) markReleased(cause error) (lost bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.released {
@@ -185,7 +186,7 @@ func (h *nextHead) get() string {
 // releaseRound sends the release to every node; nodes that did not answer
 // go to the sweeper, and nodes whose acquire's fate was unknown get a
 // leave after the release.
-func (l *Held) releaseRound(ctx context.Context, head *nextHead) *quorum.Round[node.Released] {
+func (l *Lease) releaseRound(ctx context.Context, head *nextHead) *quorum.Round[node.Released] {
 	m, c := l.Target, l.Target.Runtime
 	l.mu.Lock()
 	unsure, unreached := slices.Clone(l.unsure), slices.Clone(l.unreached)
@@ -218,19 +219,19 @@ func (l *Held) releaseRound(ctx context.Context, head *nextHead) *quorum.Round[n
 		})
 }
 
-func (l *Held) releaseResult(tally quorum.Tally[node.Released], need int) error {
+func (l *Lease) releaseResult(tally quorum.Tally[node.Released], need int) error {
 	return VerdictOf(l.Target, tally.Replies, need).Err(func(v Verdict) error {
 		return fmt.Errorf("%w: hold found on %d of %d nodes", core.ErrNotHeld, v.Yes, v.N)
 	})
 }
 
-func (l *Held) exitGate() {
+func (l *Lease) exitGate() {
 	l.GateOnce.Do(func() { l.Target.Gates.Exit(l.Target.Keys.Lock) })
 }
 
 // NoteGrant records which nodes failed the winning round's acquire without
 // an answer, and which were never sent it.
-func (l *Held) NoteGrant(granted quorum.Tally[node.Acquired]) {
+func (l *Lease) NoteGrant(granted quorum.Tally[node.Acquired]) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, reply := range granted.Replies {
@@ -245,7 +246,7 @@ func (l *Held) NoteGrant(granted quorum.Tally[node.Acquired]) {
 // Called records the outcome of a later call of this lease to node i (a
 // renewal): one whose fate is unknown may still run there after the
 // release; one that was sent reached the node.
-func (l *Held) Called(i int, err error) {
+func (l *Lease) Called(i int, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.unsure[i] = l.unsure[i] || node.Unknown(err)
@@ -255,7 +256,7 @@ func (l *Held) Called(i int, err error) {
 // LateAcquire receives the answers of acquire calls that arrived after
 // Lock returned: one whose fate is unknown is released again once the
 // lease is gone.
-func (l *Held) LateAcquire(i int, reply quorum.Reply[node.Acquired]) {
+func (l *Lease) LateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 	if reply.Vote != quorum.Yes {
 		// Refused late: the node queued us (and may hand us the lock
 		// later, naming this hold); we hold the lock, so leave. Only a
@@ -283,7 +284,7 @@ func (l *Held) LateAcquire(i int, reply quorum.Reply[node.Acquired]) {
 
 // expire runs when the expiry timer fires: past Until without a renewal,
 // the lease is lost.
-func (l *Held) expire() {
+func (l *Lease) expire() {
 	l.mu.Lock()
 	if remaining := time.Until(l.until); remaining > 0 && l.err == nil && !l.released {
 		l.expiry.Reset(remaining) // renewed while the timer fired
@@ -297,7 +298,7 @@ func (l *Held) expire() {
 // Lose ends a lease that is still held with cause (which matches ErrLost):
 // its Context is cancelled, renewal stops, the loss is logged and observed.
 // The holds left on the nodes expire at their TTL, or go with Unlock.
-func (l *Held) Lose(cause error) {
+func (l *Lease) Lose(cause error) {
 	l.mu.Lock()
 	if l.err != nil || l.released {
 		l.mu.Unlock()

@@ -9,7 +9,7 @@ import (
 )
 
 // The release paths, all through dropHold: a lease's release round
-// (Held.Release), ReleaseNode for one node (with the sweeper behind it),
+// (Lease.Release), ReleaseNode for one node (with the sweeper behind it),
 // releaseNodes for several, undoGrant for a failed attempt's grant, and
 // the sweeper's retry (sweep.retry).
 

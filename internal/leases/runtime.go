@@ -19,7 +19,7 @@ import (
 type Runtime struct {
 	Nodes    []*node.Node
 	Hub      *pubsub.Hub // release notices → waiter wake-ups
-	Gates    Gates       // local queue per lock: one contender per Client
+	Gates    Gates       // a line per lock: one contender per Client
 	Watchdog *Watchdog   // renews every lease with the watchdog on
 	Sweeper  *Sweeper    // releases that nodes did not answer, tried again
 	quarantines
@@ -33,16 +33,16 @@ type Runtime struct {
 
 	mu     sync.Mutex
 	closed bool
-	leases map[*Held]struct{}
+	leases map[*Lease]struct{}
 }
 
 // NewRuntime returns an open runtime with no nodes yet.
 func NewRuntime() *Runtime {
-	return &Runtime{leases: make(map[*Held]struct{}), Done: make(chan struct{})}
+	return &Runtime{leases: make(map[*Lease]struct{}), Done: make(chan struct{})}
 }
 
 // Track registers a lease so Close can release it; it fails once closed.
-func (r *Runtime) Track(lease *Held) error {
+func (r *Runtime) Track(lease *Lease) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -52,7 +52,7 @@ func (r *Runtime) Track(lease *Held) error {
 	return nil
 }
 
-func (r *Runtime) Untrack(lease *Held) {
+func (r *Runtime) Untrack(lease *Lease) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.leases, lease)
@@ -184,7 +184,7 @@ func (r *Runtime) Shut() bool {
 // time, best effort: what a node does not answer expires at its TTL.
 func (r *Runtime) ReleaseAll() {
 	r.mu.Lock()
-	leases := make([]*Held, 0, len(r.leases))
+	leases := make([]*Lease, 0, len(r.leases))
 	for lease := range r.leases {
 		leases = append(leases, lease)
 	}

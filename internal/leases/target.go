@@ -24,7 +24,7 @@ type LeaseMode interface {
 	// LeaveAfter takes owner off node i's queue after hold's release there.
 	LeaveAfter(ctx context.Context, i int, owner, hold string)
 	// HoldContext gives a lease's Context what it carries of its hold.
-	HoldContext(values context.Context, l *Held) context.Context
+	HoldContext(values context.Context, l *Lease) context.Context
 	// Shared reports whether holds are read holds, Shared among readers.
 	Shared() bool
 }

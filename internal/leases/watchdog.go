@@ -35,7 +35,7 @@ type Watchdog struct {
 	work       sync.WaitGroup // the scheduler and its batch rounds
 
 	mu      sync.Mutex
-	due     map[*Held]time.Time // next renewal; zero while a round is in flight
+	due     map[*Lease]time.Time // next renewal; zero while a round is in flight
 	wakeAt  time.Time           // when the scheduler wakes next (collect sets it)
 	started bool
 	closed  bool
@@ -49,7 +49,7 @@ func NewWatchdog(c *Runtime) *Watchdog {
 		kick:       make(chan struct{}, 1),
 		ctx:        ctx,
 		cancel:     cancel,
-		due:        make(map[*Held]time.Time),
+		due:        make(map[*Lease]time.Time),
 	}
 	for _, n := range c.Nodes {
 		if _, plain := n.Client().(*redis.Client); !plain {
@@ -63,7 +63,7 @@ func NewWatchdog(c *Runtime) *Watchdog {
 
 // add schedules l's first renewal a third of its TTL after it was granted
 // (of its validity, when shorter: a lease taken from handoff notices).
-func (w *Watchdog) add(l *Held) {
+func (w *Watchdog) add(l *Lease) {
 	w.mu.Lock()
 	if w.closed {
 		w.mu.Unlock()
@@ -90,7 +90,7 @@ func (w *Watchdog) add(l *Held) {
 
 // remove stops renewing l. A round already in flight for l finishes first:
 // the caller holds l.ops, which the round holds while it runs.
-func (w *Watchdog) remove(l *Held) {
+func (w *Watchdog) remove(l *Lease) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.due, l)
@@ -127,10 +127,10 @@ func (w *Watchdog) run() {
 // TTL (or of their first validity, when shorter: renewing a little early
 // lets more leases share a call), marks them in flight and cuts them into
 // batches. It returns how long to sleep until the next lease is due.
-func (w *Watchdog) collect(now time.Time) ([][]*Held, time.Duration) {
+func (w *Watchdog) collect(now time.Time) ([][]*Lease, time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var due []*Held
+	var due []*Lease
 	sleep := time.Hour
 	for l, at := range w.due {
 		if at.IsZero() {
@@ -148,7 +148,7 @@ func (w *Watchdog) collect(now time.Time) ([][]*Held, time.Duration) {
 		sleep = min(sleep, at.Sub(now))
 	}
 	w.wakeAt = now.Add(sleep)
-	var batches [][]*Held
+	var batches [][]*Lease
 	for len(due) > 0 {
 		size := min(len(due), w.batchLimit)
 		batches = append(batches, due[:size])
@@ -162,7 +162,7 @@ func (w *Watchdog) collect(now time.Time) ([][]*Held, time.Duration) {
 // in flight, say). Not otherwise: each wake-up scans every lease, and on
 // Cluster members, one lease a round, a wake-up per round fell behind
 // from some 5,000 leases.
-func (w *Watchdog) reschedule(l *Held, at time.Time) {
+func (w *Watchdog) reschedule(l *Lease, at time.Time) {
 	w.mu.Lock()
 	_, kept := w.due[l]
 	if kept {
@@ -180,9 +180,9 @@ func (w *Watchdog) reschedule(l *Held, at time.Time) {
 }
 
 // renew runs one renewal round for a batch of leases: one call per node.
-func (w *Watchdog) renew(batch []*Held) {
+func (w *Watchdog) renew(batch []*Lease) {
 	c := w.client
-	leases := make([]*Held, 0, len(batch))
+	leases := make([]*Lease, 0, len(batch))
 	for _, l := range batch {
 		if !l.ops.TryLock() {
 			// Unlock or Extend is running on it: look again shortly.
@@ -236,7 +236,7 @@ func (w *Watchdog) renew(batch []*Held) {
 
 // apply applies a round's tally to the leases not decided yet; final
 // decides them all.
-func (w *Watchdog) apply(leases []*Held, decided []bool, tally quorum.Tally[[]node.Renewed], start time.Time, final bool) {
+func (w *Watchdog) apply(leases []*Lease, decided []bool, tally quorum.Tally[[]node.Renewed], start time.Time, final bool) {
 	c := w.client
 	n := len(c.Nodes)
 	for i, l := range leases {
