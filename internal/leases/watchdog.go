@@ -36,7 +36,7 @@ type Watchdog struct {
 
 	mu      sync.Mutex
 	due     map[*Lease]time.Time // next renewal; zero while a round is in flight
-	wakeAt  time.Time           // when the scheduler wakes next (collect sets it)
+	wakeAt  time.Time            // when the scheduler wakes next (collect sets it)
 	started bool
 	closed  bool
 }
