@@ -115,12 +115,21 @@ func (m *Mutex) acquireStats(ctx context.Context, wait bool, stats *callStats) (
 	if err := k.enter(ctx); err != nil {
 		return nil, err
 	}
+	lease, err := m.rounds(ctx, k, stats, began)
+	if err != nil && !k.ended.Load() {
+		k.finish(ctx, nil) // nothing of this call may stay locked when it returns
+	}
+	return lease, err
+}
+
+// rounds runs call k's attempts until one is granted (won finishes k) or
+// k ends with an error (the caller finishes k).
+func (m *Mutex) rounds(ctx context.Context, k *lockCall, stats *callStats, began time.Time) (*leases.Lease, error) {
 	pacer := m.newPacer()
 	contended := false // the last attempt split the votes or lost the lead
 	var last error     // what the last attempt saw, for the error of a Lock that gives up
 	for {
 		if err := ctx.Err(); err != nil {
-			k.finish(ctx, nil)
 			return nil, gaveUp(ctx, last)
 		}
 		// A lock handed to this waiter by a quorum is taken at once;
@@ -135,7 +144,6 @@ func (m *Mutex) acquireStats(ctx context.Context, wait bool, stats *callStats) (
 		}
 		if ctx.Err() != nil {
 			// Given up during the round: say so, and what it saw.
-			k.finish(ctx, nil)
 			return nil, gaveUp(ctx, telling(outcome.err, last))
 		}
 		last = outcome.err
@@ -147,7 +155,6 @@ func (m *Mutex) acquireStats(ctx context.Context, wait bool, stats *callStats) (
 		}
 		delay, ok := pacer.next(outcome)
 		if !ok {
-			k.finish(ctx, nil)
 			return nil, outcome.err
 		}
 		delay, contended = m.mode.pace(delay, outcome)
@@ -193,20 +200,15 @@ func (m *Mutex) won(ctx context.Context, k *lockCall, lease *leases.Lease, votes
 	return lease, nil
 }
 
-// ends returns, once k is finished, the error that ends a call whose
-// attempt failed with o (a TryLock, a configuration or key conflict, every
-// quorum quarantined past the deadline); nil when the call waits on.
+// ends returns the error that ends a call whose attempt failed with o (a
+// TryLock, a configuration or key conflict, every quorum quarantined past
+// the deadline); nil when the call waits on.
 func (k *lockCall) ends(ctx context.Context, o outcome) error {
 	var stop *leases.StopError
 	if !k.wait || errors.Is(o.err, core.ErrConfig) || errors.As(o.err, &stop) {
-		k.finish(ctx, nil)
 		return o.err
 	}
-	if err := quarantinedPast(ctx, o); err != nil {
-		k.finish(ctx, nil)
-		return err
-	}
-	return nil
+	return quarantinedPast(ctx, o)
 }
 
 // subscribeFirst subscribes k, if its watcher is not confirmed yet, and
@@ -226,8 +228,8 @@ func (k *lockCall) subscribeFirst(ctx context.Context, o outcome) bool {
 }
 
 // sleep waits delay for the next attempt, or less: a release notice, a
-// lock handed over by a quorum. It finishes k and returns why when ctx
-// ends (last: what the last attempt saw) or the Client closes.
+// lock handed over by a quorum. It returns why when ctx ends (last: what
+// the last attempt saw) or the Client closes.
 func (k *lockCall) sleep(ctx context.Context, delay time.Duration, last error) error {
 	timer := time.NewTimer(delay)
 	defer timer.Stop()
@@ -243,10 +245,8 @@ func (k *lockCall) sleep(ctx context.Context, delay time.Duration, last error) e
 	case <-handed:
 	case <-timer.C:
 	case <-ctx.Done():
-		k.finish(ctx, nil)
 		return gaveUp(ctx, last)
 	case <-k.m.client.runtime.Done:
-		k.finish(ctx, nil)
 		return core.ErrClosed
 	}
 	return nil

@@ -79,11 +79,7 @@ func (l *Lease) extendFailed(ctx context.Context, tally quorum.Tally[node.Renewe
 				released++
 			}
 		}
-		if released > 0 {
-			return fmt.Errorf("%w: its holds were removed on %d of %d nodes (ForceUnlock)%s",
-				core.ErrNotHeld, released, v.N, alsoTaken(v.refused-released))
-		}
-		return fmt.Errorf("%w: another owner holds it on %d of %d nodes", core.ErrNotHeld, v.refused, v.N)
+		return refusedBy(core.ErrNotHeld, released, v.refused-released, v.N)
 	})
 }
 
@@ -107,6 +103,17 @@ func (l *Lease) renewed(start time.Time) bool {
 		hook(core.RenewedEvent{Name: l.Target.LockName, Until: l.until})
 	}
 	return true
+}
+
+// refusedBy is why a renewal cannot succeed, matching sentinel: the
+// lease's holds were removed (a ForceUnlock) on released of n nodes, and
+// another owner holds the lock on taken.
+func refusedBy(sentinel error, released, taken, n int) error {
+	if released > 0 {
+		return fmt.Errorf("%w: its holds were removed on %d of %d nodes (ForceUnlock)%s",
+			sentinel, released, n, alsoTaken(taken))
+	}
+	return fmt.Errorf("%w: another owner holds it on %d of %d nodes", sentinel, taken, n)
 }
 
 // alsoTaken is the tail of a refusal's message that counts the nodes where

@@ -2,7 +2,6 @@ package leases
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -271,12 +270,7 @@ func (w *Watchdog) apply(leases []*Lease, decided []bool, tally quorum.Tally[[]n
 			// the node timeout), so that the count matches the one the
 			// forcer saw, not just the quorum that settled it.
 			decided[i] = true
-			if released > 0 {
-				l.Lose(fmt.Errorf("%w: its holds were removed on %d of %d nodes (ForceUnlock)%s",
-					core.ErrLost, released, n, alsoTaken(taken)))
-			} else {
-				l.Lose(fmt.Errorf("%w: another owner holds it on %d of %d nodes", core.ErrLost, taken, n))
-			}
+			l.Lose(refusedBy(core.ErrLost, released, taken, n))
 		case final:
 			decided[i] = true
 			if len(nodeErrs) > 0 {
