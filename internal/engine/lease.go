@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/core"
+	"github.com/quorumlock/redlock/internal/leases"
 )
 
 // Lease: see redlock.Lease, which documents it.
@@ -67,4 +68,12 @@ func (l *Lease) Extend(ctx context.Context) error {
 		return fmt.Errorf("%w: nil context", core.ErrConfig)
 	}
 	return l.observe(ctx, "Extend", func() error { return l.held.Extend(ctx) })
+}
+
+// leaseOf puts a Mutex's hold behind a Lease.
+func leaseOf(l *leases.Lease, err error) (*Lease, error) {
+	if err != nil {
+		return nil, err
+	}
+	return &Lease{held: l}, nil
 }

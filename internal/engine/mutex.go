@@ -323,3 +323,10 @@ func (m *Mutex) observeAcquired(lease *leases.Lease, wait time.Duration, votes i
 		hook(core.AcquiredEvent{Name: m.target.LockName, Owner: lease.Owner(), Wait: wait, Votes: votes})
 	}
 }
+
+// lock is Lock (wait) or TryLock of m, as a kind's op, observed.
+func (m *Mutex) lock(ctx context.Context, op, kind string, wait bool) (*Lease, error) {
+	return observed(ctx, &m.target.Settings.Observer, m.event(op, kind), func(stats *callStats) (*Lease, error) {
+		return leaseOf(m.acquireStats(ctx, wait, stats))
+	})
+}

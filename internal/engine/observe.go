@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/quorumlock/redlock/internal/core"
-	"github.com/quorumlock/redlock/internal/leases"
 	"github.com/quorumlock/redlock/node"
 	"github.com/quorumlock/redlock/quorum"
 )
@@ -99,19 +98,4 @@ func modeName(mode mode) string {
 		return "read"
 	}
 	return "plain"
-}
-
-// lock is Lock (wait) or TryLock of m, as a kind's op, observed.
-func (m *Mutex) lock(ctx context.Context, op, kind string, wait bool) (*Lease, error) {
-	return observed(ctx, &m.target.Settings.Observer, m.event(op, kind), func(stats *callStats) (*Lease, error) {
-		return leaseOf(m.acquireStats(ctx, wait, stats))
-	})
-}
-
-// leaseOf puts a Mutex's hold behind a Lease.
-func leaseOf(l *leases.Lease, err error) (*Lease, error) {
-	if err != nil {
-		return nil, err
-	}
-	return &Lease{held: l}, nil
 }
