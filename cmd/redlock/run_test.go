@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redlocktest"
 )
 
@@ -180,7 +182,7 @@ func TestRun_notAcquired(t *testing.T) {
 
 	began := time.Now()
 	runCLI(t, env, "run", "-name", "busy", "-wait", "100ms", "--", "true").
-		expect(t, exitNotAcquired, `redlock run: lock "busy" not acquired within 100ms`)
+		expect(t, exitNotAcquired, `redlock run: lock "busy" not acquired within 100ms`, "held by another owner")
 	if took := time.Since(began); took > 5*time.Second {
 		t.Errorf("-wait 100ms took %v", took)
 	}
@@ -191,6 +193,21 @@ func TestRun_notAcquired(t *testing.T) {
 	holder.wait()
 	holder.expect(t, 128+int(syscall.SIGTERM)) // forwarded: sleep died of it
 	runCLI(t, env, "run", "-name", "busy", "-wait", "2s", "--", "true").expect(t, 0)
+}
+
+// TestRun_notAnsweredInTime: a -wait that ends before any attempt
+// finished says so; it does not claim that another owner holds the lock.
+func TestRun_notAnsweredInTime(t *testing.T) {
+	cfg := runConfig{command: "run", name: "unanswered", wait: 20 * time.Millisecond}
+	var stderr bytes.Buffer
+	// What Lock returns when its ctx ends before a round was decided.
+	err := fmt.Errorf("%w: %w", redlock.ErrNotAcquired, context.DeadlineExceeded)
+	if code := notAcquired(cfg, err, true, &stderr); code != exitNotAcquired {
+		t.Fatalf("exit %d, want %d", code, exitNotAcquired)
+	}
+	if got := stderr.String(); strings.Contains(got, "another owner") || !strings.Contains(got, "deadline exceeded") {
+		t.Fatalf("no attempt finished, and run said %q", got)
+	}
 }
 
 // TestRun_lost: when a majority of the nodes dies under a held lock, the

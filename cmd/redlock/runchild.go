@@ -114,7 +114,7 @@ func notAcquired(cfg runConfig, err error, waitOver bool, stderr io.Writer) int 
 		// Waiting cannot fix it: Lock returned at once.
 		cfg.printf(stderr, "lock %q: %s\n", cfg.name, plain(err))
 		return exitError
-	case errors.Is(err, redlock.ErrNoQuorum) && errors.Is(err, redlock.ErrQuarantined):
+	case errors.Is(err, redlock.ErrQuarantined) && (errors.Is(err, redlock.ErrNoQuorum) || waitOver):
 		// No quorum because nodes answer but do not vote yet (the restart
 		// guard, the clock check), not because they are out of reach:
 		// waiting longer would do, so it is "not acquired".
@@ -128,8 +128,9 @@ func notAcquired(cfg runConfig, err error, waitOver bool, stderr io.Writer) int 
 		cfg.printf(stderr, "no permit of semaphore %q within %v: all %d are held\n", cfg.name, cfg.wait, cfg.permits)
 		return exitNotAcquired
 	case waitOver && errors.Is(err, redlock.ErrNotAcquired):
-		cfg.printf(stderr, "lock %q not acquired within %v: another owner holds it (see redlock inspect %s)\n",
-			cfg.name, cfg.wait, cfg.name)
+		// What the last attempt saw: another owner, or no answer in time.
+		cfg.printf(stderr, "lock %q not acquired within %v: %s (see redlock inspect %s)\n",
+			cfg.name, cfg.wait, plain(err), cfg.name)
 		return exitNotAcquired
 	}
 	cfg.printf(stderr, "lock %q: %s\n", cfg.name, plain(err))
