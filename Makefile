@@ -68,7 +68,7 @@ fuzz:
 
 ## model: the Promela models of the protocol, checked with Spin in their
 ## full configurations: every property must hold, and every negative
-## variant must yield a counterexample. About 20 minutes and up to 9.4 GB
+## variant must yield a counterexample. 20 to 55 minutes and up to 9.4 GB
 ## of memory on a 2-core machine (one check at a time; the largest take
 ## 9 GB each). .ci/run runs it after make test.
 model:

@@ -7,7 +7,7 @@
 #
 # Usage: bash model/check.sh [full|small] [PATTERN]
 #   full   (the default; `make model`) every check in the configuration of
-#          the table in model/README.md: about 27 minutes and up to 9.4 GB
+#          the table in model/README.md: 20 to 55 minutes and up to 9.4 GB
 #          on a 2-core machine.
 #   small  (`make test`) every negative variant and nearly every positive
 #          check again, each in its small configuration (the words after
