@@ -39,3 +39,9 @@ type NotAcquiredEvent = core.NotAcquiredEvent
 // observers in turn, e.g. the OpenTelemetry and Prometheus modules' at once:
 // WithObserver(JoinObservers(a, b)).
 func JoinObservers(observers ...Observer) Observer { return core.JoinObservers(observers...) }
+
+// Outcome names how a call that returned err ended, in one word for a
+// metric's label or a span's attribute: "ok", "cancelled", "no_quorum",
+// "refused", "lost", "closed", "config" or "error". The contrib modules
+// label calls with it.
+func Outcome(err error) string { return core.Outcome(err) }

@@ -17,7 +17,6 @@ package redlockotel
 
 import (
 	"context"
-	"errors"
 	"sync"
 
 	"github.com/quorumlock/redlock"
@@ -89,25 +88,4 @@ func NewObserver(opts ...Option) (redlock.Observer, error) {
 		NodeError:   o.nodeError,
 		Quarantined: o.quarantined,
 	}, nil
-}
-
-// result names how a call ended, for attributes.
-func result(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "cancelled"
-	case errors.Is(err, redlock.ErrNoQuorum):
-		return "no_quorum"
-	case errors.Is(err, redlock.ErrNotAcquired):
-		return "refused"
-	case errors.Is(err, redlock.ErrLost):
-		return "lost"
-	case errors.Is(err, redlock.ErrClosed):
-		return "closed"
-	case errors.Is(err, redlock.ErrConfig):
-		return "config"
-	}
-	return "error"
 }

@@ -37,7 +37,7 @@ func (o *observer) call(ctx context.Context, e redlock.CallEvent) func(redlock.C
 		if waits(e.Op) {
 			o.metrics.waiting.Add(ctx, -1, o.lock(e.Name))
 		}
-		outcome := result(r.Err)
+		outcome := redlock.Outcome(r.Err)
 		o.metrics.calls.Record(ctx, r.Took.Seconds(), metric.WithAttributes(
 			o.lockAttr(e.Name), attribute.String("redlock.kind", e.Kind),
 			attribute.String("redlock.op", e.Op), attribute.String("redlock.result", outcome)))

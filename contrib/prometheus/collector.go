@@ -12,7 +12,6 @@ package redlockprometheus
 
 import (
 	"context"
-	"errors"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -116,7 +115,7 @@ func (c *Collector) Observer() redlock.Observer {
 			if !e.Lost {
 				c.held.WithLabelValues(c.lock(e.Name)).Dec()
 			}
-			c.released.WithLabelValues(c.lock(e.Name), result(e.Err)).Inc()
+			c.released.WithLabelValues(c.lock(e.Name), redlock.Outcome(e.Err)).Inc()
 		},
 		Renewed: func(e redlock.RenewedEvent) { c.renewed.WithLabelValues(c.lock(e.Name)).Inc() },
 		Lost: func(e redlock.LostEvent) {
@@ -143,27 +142,6 @@ func (c *Collector) call(_ context.Context, e redlock.CallEvent) func(redlock.Ca
 		if waits {
 			c.waiting.WithLabelValues(lock).Dec()
 		}
-		c.calls.WithLabelValues(lock, e.Kind, e.Op, result(r.Err)).Observe(r.Took.Seconds())
+		c.calls.WithLabelValues(lock, e.Kind, e.Op, redlock.Outcome(r.Err)).Observe(r.Took.Seconds())
 	}
-}
-
-// result is the result label's value for a call that ended with err.
-func result(err error) string {
-	switch {
-	case err == nil:
-		return "ok"
-	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return "cancelled"
-	case errors.Is(err, redlock.ErrNoQuorum):
-		return "no_quorum"
-	case errors.Is(err, redlock.ErrNotAcquired):
-		return "refused"
-	case errors.Is(err, redlock.ErrLost):
-		return "lost"
-	case errors.Is(err, redlock.ErrClosed):
-		return "closed"
-	case errors.Is(err, redlock.ErrConfig):
-		return "config"
-	}
-	return "error"
 }

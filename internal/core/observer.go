@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/quorumlock/redlock/node"
@@ -152,4 +153,27 @@ func joinHook[E any](observers []Observer, hook func(Observer) func(E)) func(E) 
 			h(e)
 		}
 	}
+}
+
+// Outcome names how a call that returned err ended, in one word for a
+// metric's label or a span's attribute: "ok", "cancelled", "no_quorum",
+// "refused", "lost", "closed", "config" or "error".
+func Outcome(err error) string {
+	switch {
+	case err == nil:
+		return "ok"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "cancelled"
+	case errors.Is(err, ErrNoQuorum):
+		return "no_quorum"
+	case errors.Is(err, ErrNotAcquired):
+		return "refused"
+	case errors.Is(err, ErrLost):
+		return "lost"
+	case errors.Is(err, ErrClosed):
+		return "closed"
+	case errors.Is(err, ErrConfig):
+		return "config"
+	}
+	return "error"
 }

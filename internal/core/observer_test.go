@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -28,5 +29,27 @@ func TestJoinObservers_callsEveryHookAndLeavesAbsentOnesNil(t *testing.T) {
 	want := "a lost x|b lost x|a begin Lock|b begin|a end Lock"
 	if got := strings.Join(seen, "|"); got != want {
 		t.Fatalf("hooks ran %q, want %q", got, want)
+	}
+}
+
+func TestOutcome_namesEachEnding(t *testing.T) {
+	cases := map[error]string{
+		nil:                      "ok",
+		context.Canceled:         "cancelled",
+		ErrNoQuorum:              "no_quorum",
+		ErrNotAcquired:           "refused",
+		ErrLost:                  "lost",
+		ErrClosed:                "closed",
+		ErrConfig:                "config",
+		context.DeadlineExceeded: "cancelled",
+	}
+	for err, want := range cases {
+		if got := Outcome(err); got != want {
+			t.Errorf("Outcome(%v) = %q, want %q", err, got, want)
+		}
+	}
+	// A Lock whose ctx ended matches ErrNotAcquired and the ctx's error: cancelled.
+	if got := Outcome(fmt.Errorf("%w: %w", ErrNotAcquired, context.DeadlineExceeded)); got != "cancelled" {
+		t.Errorf("a Lock whose ctx ended: %q", got)
 	}
 }
