@@ -8,7 +8,8 @@
 # Usage: bash model/check.sh [full|small] [PATTERN]
 #   full   (the default; `make model`) every check in the configuration of
 #          the table in model/README.md: 20 to 55 minutes and up to 9.4 GB
-#          on a 2-core machine.
+#          on a 2-core machine. A run of every check that passes writes
+#          model/verified (record.sh), which `make model-verify` checks.
 #   small  (`make test`) every negative variant and nearly every positive
 #          check again, each in its small configuration (the words after
 #          `small:` on its line): under a minute and under 1 GB in all.
@@ -62,6 +63,12 @@ command -v gcc >/dev/null || { echo "model: gcc not found: apt-get install -y gc
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 started=$SECONDS
+# A full run of every check keeps a record of what passed (record.sh),
+# keyed by the inputs as they were when it began.
+began=
+if [ "$tier" = full ] && [ "$pattern" = '*' ]; then
+	began=$(bash "$here/record.sh" key)
+fi
 
 names=() models=() expects=() configs=() opts=() seen=" " skipped=()
 
@@ -156,7 +163,7 @@ run() {
 printed=0
 report() {
 	while [ "$printed" -lt ${#names[@]} ] && [ -e "$work/$printed.done" ]; do
-		cat "$work/$printed.line"
+		tee -a "$work/report" <"$work/$printed.line"
 		printed=$((printed + 1))
 	done
 }
@@ -328,4 +335,7 @@ if [ "$failed" -ne 0 ]; then
 	echo "model: $tier tier FAILED: $failed of ${#names[@]} checks did not come out as required ($((SECONDS - started))s)"
 	exit 1
 fi
-echo "model: $tier tier: every property holds and every negative variant fails (${#names[@]} checks, $((SECONDS - started))s)"
+echo "model: $tier tier: every property holds and every negative variant fails (${#names[@]} checks, $((SECONDS - started))s)" | tee -a "$work/report"
+if [ -n "$began" ]; then
+	bash "$here/record.sh" write "$began" "$work/report"
+fi
