@@ -7,7 +7,7 @@
 GO ?= go
 PKGS := ./...
 
-.PHONY: test race examples contrib demo bench vet fmt-check integration chaos chaos-failover compose-demo compose-clean model model-small fuzz topology valkey
+.PHONY: test race examples contrib demo bench vet fmt-check integration chaos chaos-failover compose-demo compose-clean model model-small model-verify fuzz topology valkey
 
 ## test: formatting, go vet, every test with the race detector on real
 ## redis-server nodes (scripts/race.sh), the examples, a short fuzz run of
@@ -70,10 +70,20 @@ fuzz:
 ## full configurations: every property must hold, and every negative
 ## variant must yield a counterexample. 20 to 55 minutes and up to 9.4 GB
 ## of memory on a 2-core machine (one check at a time; the largest take
-## 9 GB each). .ci/run runs it after make test.
+## 9 GB each). A run that passes writes model/verified: commit it with
+## the models. .ci/run runs it when make model-verify says the record is
+## not current.
 model:
 	@echo "== model: spin, full tier (model/README.md)"
 	bash model/check.sh full
+
+## model-verify: whether model/verified, the record a passing `make model`
+## writes, is current: exit 0 (and the record printed) when its key equals
+## the digest of the models, check.sh and the spin and gcc versions now;
+## 1 (naming what differs) when not; 2 when there is no record. .ci/run
+## runs the full tier only when this is not 0 (model/README.md).
+model-verify:
+	@bash model/record.sh verify
 
 ## model-small: the same checks in their small configurations (part of
 ## make test): every negative variant still yields its counterexample,

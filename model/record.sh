@@ -19,11 +19,9 @@ record=${MODEL_RECORD:-$here/verified}
 
 # inputs: one line per input, "input NAME VALUE", in a fixed order.
 inputs() {
-	local f
-	for f in "$here"/*.pml "$here/check.sh"; do
-		[ -e "$f" ] || continue
-		echo "input model/$(basename "$f") sha256:$(sha256sum "$f" | cut -d' ' -f1)"
-	done
+	local files=("$here"/*.pml)
+	[ -e "${files[0]}" ] || files=()
+	sha256sum "${files[@]}" "$here/check.sh" | sed 's|^\([0-9a-f]*\) .*/\([^/]*\)$|input model/\2 sha256:\1|'
 	echo "input spin $(version spin -V)"
 	echo "input gcc $(version gcc --version)"
 }
