@@ -296,6 +296,24 @@ func (c *cluster) requireViolation(r result, reason string) {
 	c.t.Fatalf("the negative control produced no %q violation: the setup no longer breaks the lock that way, or the checker misses it", reason)
 }
 
+// requireBite asserts that a negative control bit within runs runs: one
+// ended with a violation match accepts. A run under load can miss the
+// moment its faults set up; a checker that misses what it saw fails all.
+func (c *cluster) requireBite(runs int, want string, run func() result, match func(checker.Violation) bool) {
+	c.t.Helper()
+	for i := 1; i <= runs; i++ {
+		r := run()
+		c.report(r)
+		for _, v := range r.check.Violations() {
+			if match(v) {
+				c.t.Logf("run %d: first %s: %v", i, want, v)
+				return
+			}
+		}
+	}
+	c.t.Fatalf("the negative control produced no %s in %d runs: the setup no longer breaks the lock that way, or the checker misses it", want, runs)
+}
+
 // every calls fn at each tick of period until ctx ends, passing the tick number.
 func every(ctx context.Context, period time.Duration, fn func(tick int)) {
 	ticker := time.NewTicker(period)

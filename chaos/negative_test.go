@@ -11,6 +11,7 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/node"
+	"github.com/quorumlock/redlock/redlocktest/checker"
 	"github.com/quorumlock/redlock/redlocktest/workload"
 )
 
@@ -32,8 +33,10 @@ func unsafeOptions(ttl time.Duration) []redlock.Option {
 func TestUnsafe_majorityRestartedEmpty(t *testing.T) {
 	options := append(unsafeOptions(3*time.Second), redlock.WithRestartGuard(0))
 	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: options})
-	c.requireViolations(restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond}, 3500*time.Millisecond,
-		900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond))
+	c.requireBite(3, "violation", func() result {
+		return restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond}, 3500*time.Millisecond,
+			900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond)
+	}, func(checker.Violation) bool { return true })
 }
 
 // The same, the semaphore alone (SemaphorePermits permits, three workers):
@@ -43,9 +46,11 @@ func TestUnsafe_majorityRestartedEmpty(t *testing.T) {
 func TestUnsafe_majorityRestartedEmpty_semaphore(t *testing.T) {
 	options := append(unsafeOptions(3*time.Second), redlock.WithRestartGuard(0))
 	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: options})
-	r := restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond, Modes: []workload.Mode{workload.Semaphore}},
-		3500*time.Millisecond, 900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond)
-	c.requireViolation(r, fmt.Sprintf("%d grants at once, %d allowed", workload.SemaphorePermits+1, workload.SemaphorePermits))
+	reason := fmt.Sprintf("%d grants at once, %d allowed", workload.SemaphorePermits+1, workload.SemaphorePermits)
+	c.requireBite(3, fmt.Sprintf("%q violation", reason), func() result {
+		return restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond, Modes: []workload.Mode{workload.Semaphore}},
+			3500*time.Millisecond, 900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond)
+	}, func(v checker.Violation) bool { return v.Reason == reason })
 }
 
 // The same, the election alone: a candidate takes leadership while the
@@ -53,9 +58,10 @@ func TestUnsafe_majorityRestartedEmpty_semaphore(t *testing.T) {
 func TestUnsafe_majorityRestartedEmpty_election(t *testing.T) {
 	options := append(unsafeOptions(3*time.Second), redlock.WithRestartGuard(0))
 	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: options})
-	r := restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond, Modes: []workload.Mode{workload.Election}},
-		3500*time.Millisecond, 900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond)
-	c.requireViolation(r, "overlapping grants")
+	c.requireBite(3, "overlapping leaders", func() result {
+		return restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond, Modes: []workload.Mode{workload.Election}},
+			3500*time.Millisecond, 900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond)
+	}, func(v checker.Violation) bool { return v.Reason == "overlapping grants" })
 }
 
 // The same, the read-write lock alone: a writer gets the lock while read
@@ -71,18 +77,12 @@ func TestUnsafe_majorityRestartedEmpty_rw(t *testing.T) {
 	for at := 900 * time.Millisecond; at < 7*time.Second; at += 900 * time.Millisecond {
 		faults = append(faults, at)
 	}
-	for run := 1; run <= 5; run++ {
-		r := restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond, Modes: []workload.Mode{workload.RW}},
+	c.requireBite(5, "writer overlapping a reader", func() result {
+		return restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond, Modes: []workload.Mode{workload.RW}},
 			7*time.Second, faults...)
-		c.report(r)
-		for _, v := range r.check.Violations() {
-			if v.Reason == "overlapping grants" && v.First.Shared != v.Second.Shared {
-				t.Logf("run %d: first writer-over-reader violation: %v", run, v)
-				return
-			}
-		}
-	}
-	t.Fatal("the negative control produced no writer overlapping a reader in five runs: the setup no longer breaks the lock that way, or the checker misses it")
+	}, func(v checker.Violation) bool {
+		return v.Reason == "overlapping grants" && v.First.Shared != v.Second.Shared
+	})
 }
 
 // The restart guard on (its default, the TTL): the nodes restarted empty
