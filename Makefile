@@ -21,19 +21,8 @@ PKGS := ./...
 ## library and the dependencies three ways (plain, -race, fuzzing).
 ## Tests that need redis-server skip without it, unless
 ## REDLOCK_REQUIRE_REDIS=1. The full model check is `make model`.
-TEST_PHASES := fmt-check vet race examples contrib fuzz model-small
 test:
-	@start=$$(date +%s); times=""; \
-	for phase in $(TEST_PHASES); do \
-		s=$$(date +%s); \
-		echo "== phase $$phase"; \
-		if ! $(MAKE) --no-print-directory $$phase; then \
-			echo "== phase $$phase FAILED after $$(( $$(date +%s) - s ))s"; exit 1; \
-		fi; \
-		t=$$(( $$(date +%s) - s )); times="$$times $$phase $${t}s,"; \
-		echo "== phase $$phase: $${t}s"; \
-	done; \
-	echo "== make test passed in $$(( $$(date +%s) - start ))s:$${times%,}"
+	@GO="$(GO)" MAKE="$(MAKE)" bash scripts/test.sh
 
 ## race: every package's tests with -race: chaos/ alone (it checks that
 ## locking makes progress under faults, and another package's race tests
