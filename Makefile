@@ -15,17 +15,17 @@ export GOFLAGS := $(strip $(GOFLAGS) -trimpath)
 .PHONY: test race examples contrib demo bench vet fmt-check integration chaos chaos-failover compose-demo compose-clean model model-small model-verify fuzz topology valkey
 
 ## test: formatting, go vet, every test with the race detector on real
-## redis-server nodes (scripts/race.sh), the examples, a short fuzz run of
-## the reply decoders, and the small tier of the model check (every
-## negative variant, each property on smaller configurations). Each phase
-## prints its time ("== phase race: 121s"), and the total at the end.
-## On a 2-core machine: 4 to 6 minutes and under 1 GB of memory with the
-## Go build cache of earlier runs (the race tests 2 to 3 minutes, the fuzz
-## run 20 to 70 s, the model's small tier 30 to 60 s); about 8 minutes
-## and 1.3 GB (one compile) with an empty one, which builds the standard
-## library and the dependencies three ways (plain, -race, fuzzing).
-## Tests that need redis-server skip without it, unless
-## REDLOCK_REQUIRE_REDIS=1. The full model check is `make model`.
+## redis-server nodes (scripts/race.sh), the examples, the contrib modules,
+## a short fuzz run of the reply decoders, and the small tier of the model
+## check (every negative variant, each property on smaller
+## configurations). The fuzz run and the model's small tier run beside the
+## race tests at idle priority (scripts/test.sh). Each phase prints its
+## time ("== phase race: 236s"), and the total at the end. On a 2-core
+## machine, in a fresh clone with the Go build cache of earlier runs: 4 to
+## 5 minutes and about 1.1 GB of memory at the peak; with an empty cache, which builds
+## the standard library and the dependencies three ways (plain, -race,
+## fuzzing), about 9 minutes. Tests that need redis-server skip without
+## it, unless REDLOCK_REQUIRE_REDIS=1. The full model check is `make model`.
 test:
 	@GO="$(GO)" MAKE="$(MAKE)" bash scripts/test.sh
 
