@@ -325,13 +325,15 @@ func TestRun_pausedNodeDelaysNeitherStartNorExit(t *testing.T) {
 	env := nodesEnvFor(cluster.URLs())
 	dir := t.TempDir()
 	// The same run with every node live first: the CLI's own start on a
-	// loaded machine is the baseline a paused node must not add to.
-	baseline, _ := timedRun(t, env, filepath.Join(dir, "live"))
+	// loaded machine is the baseline a paused node must not add to. The
+	// fastest of three runs each: a delay the paused node causes is in
+	// every one of them, a loaded machine's stall only in some.
+	baseline, _ := fastestRun(t, env, filepath.Join(dir, "live"))
 	if err := cluster.Servers[2].Pause(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cluster.Servers[2].Resume() })
-	took, delay := timedRun(t, env, filepath.Join(dir, "paused"))
+	took, delay := fastestRun(t, env, filepath.Join(dir, "paused"))
 	t.Logf("CMD started %v after redlock run (%v with every node live); redlock run exited %v after CMD", took, baseline, delay)
 	if took > baseline+400*time.Millisecond {
 		t.Errorf("CMD started %v after redlock run, %v with every node live; want well under the node timeout (500ms) more", took, baseline)
@@ -339,6 +341,22 @@ func TestRun_pausedNodeDelaysNeitherStartNorExit(t *testing.T) {
 	if delay > 300*time.Millisecond {
 		t.Errorf("redlock run exited %v after CMD; want well under the node timeout (500ms)", delay)
 	}
+}
+
+// fastestRun runs timedRun three times and returns the shortest start
+// and the shortest exit of the three.
+func fastestRun(t *testing.T, env []string, dir string) (started, exited time.Duration) {
+	t.Helper()
+	for i := range 3 {
+		s, e := timedRun(t, env, fmt.Sprintf("%s-%d", dir, i))
+		if i == 0 || s < started {
+			started = s
+		}
+		if i == 0 || e < exited {
+			exited = e
+		}
+	}
+	return started, exited
 }
 
 // timedRun runs a 0.1 s CMD under redlock run and returns how long CMD
