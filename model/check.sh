@@ -63,8 +63,12 @@ command -v gcc >/dev/null || { echo "model: gcc not found: apt-get install -y gc
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 started=$SECONDS
+# The models as they are now: every check runs on this copy, so an edit
+# made while the run goes on changes neither its checks nor its record.
+mkdir "$work/models"
+cp "$here"/*.pml "$work/models/"
 # A full run of every check keeps a record of what passed (record.sh),
-# keyed by the inputs as they were when it began.
+# keyed by the inputs as they were when it began; one that fails drops it.
 began=
 if [ "$tier" = full ] && [ "$pattern" = '*' ]; then
 	began=$(bash "$here/record.sh" key)
@@ -127,7 +131,7 @@ run() {
 	read -r -a config <<<"${configs[$1]}"
 	local dir="$work/$i" t0=$SECONDS out errors states memory result ok=false
 	mkdir -p "$dir"
-	cp "$here/$model" "$dir/"
+	cp "$work/models/$model" "$dir/"
 	if ! (cd "$dir" && spin -a "${config[@]}" "$model" >spin.out 2>&1 && gcc "${opts[$i]}" -DSAFETY -o pan pan.c >gcc.out 2>&1); then
 		{ echo "model: $name: spin or gcc failed:"; cat "$dir"/*.out; } >"$work/$i.line"
 		return
@@ -136,11 +140,15 @@ run() {
 	errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' <<<"$out" | head -1)
 	states=$(sed -n 's/^ *\([0-9.e+]*\) states, stored.*/\1/p' <<<"$out" | head -1)
 	memory=$(sed -n 's/^ *\([0-9.]*\)\s*total actual memory usage.*/\1/p' <<<"$out" | head -1)
-	if grep -q "search not completed\|max search depth too small" <<<"$out"; then
+	# pan prints "Warning: Search not completed" when it stops at a
+	# counterexample, and also when it ran out of memory with "errors: 0":
+	# never a pass.
+	if grep -q "max search depth too small" <<<"$out" ||
+		{ [ "${errors:-0}" = 0 ] && grep -qiE "search not completed|out of memory" <<<"$out"; }; then
 		result="INCOMPLETE search"
 	elif [ "$expect" = pass ] && [ "$errors" = 0 ]; then
 		result="ok: holds"; ok=true
-	elif [ "$expect" = fail ] && [ -n "$errors" ] && [ "$errors" -gt 0 ]; then
+	elif [ "$expect" = fail ] && [ -n "$errors" ] && [ "$errors" -gt 0 ] && grep -q "assertion violated" <<<"$out"; then
 		local what
 		case $(grep -m1 'assertion violated' <<<"$out") in
 		*token*) what="a token did not increase" ;;
@@ -332,6 +340,9 @@ for i in "${!names[@]}"; do
 	[ -e "$work/$i.ok" ] || failed=$((failed + 1))
 done
 if [ "$failed" -ne 0 ]; then
+	if [ -n "$began" ]; then
+		bash "$here/record.sh" drop
+	fi
 	echo "model: $tier tier FAILED: $failed of ${#names[@]} checks did not come out as required ($((SECONDS - started))s)"
 	exit 1
 fi

@@ -12,8 +12,11 @@
 #        bash model/record.sh write KEY LOG   (check.sh only) writes the
 #                                             record of a passing full run
 #                                             that started with inputs KEY
+#        bash model/record.sh drop            (check.sh only) removes it
+#                                             after a failed full run
 # Environment: MODEL_RECORD, the record's path (default model/verified).
 set -euo pipefail
+export LC_ALL=C # one order of the models' names, whatever the locale
 here=$(cd "$(dirname "$0")" && pwd)
 record=${MODEL_RECORD:-$here/verified}
 
@@ -22,13 +25,20 @@ inputs() {
 	local files=("$here"/*.pml)
 	[ -e "${files[0]}" ] || files=()
 	sha256sum "${files[@]}" "$here/check.sh" | sed 's|^\([0-9a-f]*\) .*/\([^/]*\)$|input model/\2 sha256:\1|'
-	echo "input spin $(version spin -V)"
+	echo "input spin $(version spin -V) binary sha256:$(binary spin)"
 	echo "input gcc $(version gcc --version)"
 }
 
 # version TOOL FLAG: the first line TOOL prints of its version, or "none".
 version() {
 	if command -v "$1" >/dev/null; then "$1" "$2" 2>&1 | head -1 | tr -s ' \t' ' '; else echo none; fi
+}
+
+# binary TOOL: the digest of TOOL's executable, or "none" (a rebuilt
+# package can keep its version string).
+binary() {
+	local path
+	if path=$(command -v "$1"); then sha256sum "$path" | cut -d' ' -f1; else echo none; fi
 }
 
 # key: the digest of the input lines on stdin.
@@ -75,10 +85,19 @@ write() {
 	echo "model: record written: $record"
 }
 
+# drop: removes the record (a full run on these inputs failed).
+drop() {
+	if [ -e "$record" ]; then
+		rm -f "$record"
+		echo "model: the full tier failed: record removed ($record)"
+	fi
+}
+
 case ${1:-} in
 inputs) inputs ;;
+drop) drop ;;
 key) inputs | key ;;
 verify) verify ;;
 write) [ $# -eq 3 ] || { echo "usage: bash model/record.sh write KEY LOG" >&2; exit 2; }; write "$2" "$3" ;;
-*) echo "usage: bash model/record.sh inputs|key|verify|write KEY LOG" >&2; exit 2 ;;
+*) echo "usage: bash model/record.sh inputs|key|verify|write KEY LOG|drop" >&2; exit 2 ;;
 esac
