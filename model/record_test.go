@@ -72,9 +72,12 @@ func fakeTool(t *testing.T, name, line string) string {
 
 // recorded writes a record of the inputs in dir as they are now, as a
 // passing full run would.
-func recorded(t *testing.T, dir string) {
+func recorded(t *testing.T, dir string) { recordedWith(t, dir, "") }
+
+// recordedWith is recorded with path before PATH.
+func recordedWith(t *testing.T, dir, path string) {
 	t.Helper()
-	code, key := script(t, dir, "", "record.sh", "key")
+	code, key := script(t, dir, path, "record.sh", "key")
 	if code != 0 {
 		t.Fatalf("record.sh key: exit %d: %s", code, key)
 	}
@@ -83,7 +86,7 @@ func recorded(t *testing.T, dir string) {
 	if err := os.WriteFile(log, []byte(line), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if code, out := script(t, dir, "", "record.sh", "write", strings.TrimSpace(key), log); code != 0 {
+	if code, out := script(t, dir, path, "record.sh", "write", strings.TrimSpace(key), log); code != 0 {
 		t.Fatalf("record.sh write: exit %d: %s", code, out)
 	}
 }
@@ -185,8 +188,7 @@ func TestVerify_otherToolVersionRuns(t *testing.T) {
 	}
 }
 
-// A record whose input lines were edited to match, but whose key was not,
-// is not trusted; nor one whose key was edited alone.
+// A record whose key was edited is not trusted.
 func TestVerify_editedRecordRuns(t *testing.T) {
 	t.Parallel()
 	dir := tree(t)
@@ -278,6 +280,105 @@ func TestRecord_writtenByPassingFullRunOnly(t *testing.T) {
 			}
 			if !c.record && vcode != 2 {
 				t.Fatalf("after check.sh %v: verify exit %d, want 2 (no record):\n%s\n%s", c.args, vcode, out, vout)
+			}
+		})
+	}
+}
+
+// A record whose input lines were edited to match today's inputs keeps
+// the key of the inputs it was written for: not trusted.
+func TestVerify_editedInputLinesRun(t *testing.T) {
+	t.Parallel()
+	dir := tree(t)
+	recorded(t, dir)
+	flipByte(t, filepath.Join(dir, "lock.pml"))
+	_, now := script(t, dir, "", "record.sh", "inputs")
+	path := filepath.Join(dir, "verified")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(l, "input ") {
+			lines = append(lines, l)
+		}
+	}
+	edited := strings.Replace(strings.Join(lines, "\n"), "\ndate ", "\n"+strings.TrimSpace(now)+"\ndate ", 1)
+	if err := os.WriteFile(path, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := script(t, dir, "", "record.sh", "verify"); code != 1 {
+		t.Fatalf("verify with the input lines edited to today's: exit %d, want 1:\n%s", code, out)
+	}
+}
+
+// A record is not written for inputs other than those a run began with.
+func TestRecord_refusedWhenInputsChangedDuringTheRun(t *testing.T) {
+	t.Parallel()
+	dir := tree(t)
+	_, key := script(t, dir, "", "record.sh", "key")
+	flipByte(t, filepath.Join(dir, "adopt.pml"))
+	log := filepath.Join(t.TempDir(), "report")
+	if err := os.WriteFile(log, []byte("model: x ok: holds\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out := script(t, dir, "", "record.sh", "write", strings.TrimSpace(key), log); code == 0 {
+		t.Fatalf("write with the key of other inputs: exit 0, want a refusal:\n%s", out)
+	}
+	if code, out := script(t, dir, "", "record.sh", "verify"); code != 2 {
+		t.Fatalf("verify after a refused write: exit %d, want 2:\n%s", code, out)
+	}
+}
+
+// fakeSpinGCC puts on a new PATH directory a spin that makes nothing and a
+// gcc whose "pan" prints panOutput, so check.sh's verdicts can be driven
+// by any pan output.
+func fakeSpinGCC(t *testing.T, panOutput string) string {
+	t.Helper()
+	dir := t.TempDir()
+	spin := "#!/bin/sh\n[ \"$1\" = -V ] && echo 'Spin Version 0.0 -- fake'\nexit 0\n"
+	pan := filepath.Join(dir, "pan.out")
+	gcc := "#!/bin/sh\nout=pan\nwhile [ $# -gt 0 ]; do [ \"$1\" = -o ] && out=$2; shift; done\n" +
+		"printf '#!/bin/sh\\ncat %s\\n' '" + pan + "' >\"$out\"; chmod +x \"$out\"\n"
+	for name, body := range map[string]string{"spin": spin, "gcc": gcc, "pan.out": panOutput} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// pan's own words when it runs out of memory: "errors: 0" and a search
+// not completed. Such a check never holds, and a full run with it drops
+// the record it had.
+func TestCheck_searchCutShortNeverHolds(t *testing.T) {
+	t.Parallel()
+	const outOfMemory = "pan: out of memory\n" +
+		"State-vector 60 byte, depth reached 41, errors: 0\n" +
+		"  1000000 states, stored\n" +
+		"(Spin Version 6.5.2 -- 6 December 2019)\nWarning: Search not completed\n"
+	const holds = "State-vector 60 byte, depth reached 41, errors: 0\n  1000 states, stored\n"
+	for _, c := range []struct {
+		name, pan, want string
+		code            int
+	}{
+		{"out of memory", outOfMemory, "INCOMPLETE search", 1},
+		{"complete", holds, "ok: holds", 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			dir := tree(t)
+			withChecks(t, dir, "check lock lock.pml pass")
+			path := fakeSpinGCC(t, c.pan)
+			recordedWith(t, dir, path)
+			code, out := script(t, dir, path, "check.sh", "full")
+			if code != c.code || !strings.Contains(out, c.want) {
+				t.Fatalf("check.sh full with pan printing %q: exit %d, want %d and %q:\n%s", c.pan, code, c.code, c.want, out)
+			}
+			vcode, vout := script(t, dir, path, "record.sh", "verify")
+			if want := map[int]int{0: 0, 1: 2}[c.code]; vcode != want {
+				t.Fatalf("verify after that run: exit %d, want %d:\n%s", vcode, want, vout)
 			}
 		})
 	}

@@ -16,18 +16,20 @@ phases=${TEST_PHASES:-fmt-check vet race examples contrib}
 beside=${TEST_BESIDE:-fuzz model-small}
 work=$(mktemp -d)
 start=$SECONDS times="" failed=""
-pids=()
+pids=() fg=
 
 # Background phases end with the run, whatever ends it.
 cleanup() {
 	local pid
+	[ -z "$fg" ] || kill -- -"$fg" 2>/dev/null || true
 	for pid in "${pids[@]}"; do
 		kill -- -"$pid" 2>/dev/null || kill "$pid" 2>/dev/null || true
 	done
 	rm -rf "$work"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 # idle COMMAND...: runs COMMAND at the lowest CPU priority there is.
 idle() {
@@ -46,7 +48,7 @@ start_beside() {
 	for p in $beside; do
 		(
 			s=$SECONDS rc=0
-			idle "$MAKE" --no-print-directory "$p" >"$work/$p.out" 2>&1 || rc=$?
+			idle "$MAKE" --no-print-directory "$p" </dev/null >"$work/$p.out" 2>&1 || rc=$?
 			echo "$((SECONDS - s)) $rc" >"$work/$p.time"
 		) &
 		pids+=($!)
@@ -81,7 +83,16 @@ for phase in $phases; do
 	[ "$phase" != race ] || [ -z "$beside" ] || start_beside
 	s=$SECONDS
 	echo "== phase $phase"
-	if ! "$MAKE" --no-print-directory "$phase"; then
+	# In a process group of its own, waited for: a signal's trap runs at
+	# once, and ends the phase with everything it started.
+	set -m
+	"$MAKE" --no-print-directory "$phase" </dev/null &
+	fg=$!
+	set +m
+	rc=0
+	wait "$fg" || rc=$?
+	fg=
+	if [ $rc -ne 0 ]; then
 		echo "== phase $phase FAILED after $((SECONDS - s))s"
 		failed+=" $phase"
 		break
