@@ -168,7 +168,10 @@ func (s slowNode) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 func TestMulti_tryLockOutlivingAPartFails(t *testing.T) {
 	fast, slow := redlocktest.Start(t, 3), redlocktest.Start(t, 3)
 	ctx := testContext(t)
-	a := newClient(t, fast, redlock.WithWatchdog(false), redlock.WithTTL(50*time.Millisecond))
+	// Part a's TTL fits its own round on a loaded machine (at 50 ms that
+	// round could outlast it first, a different refusal); part b's round,
+	// each of its commands delayed 200 ms, takes far longer.
+	a := newClient(t, fast, redlock.WithWatchdog(false), redlock.WithTTL(100*time.Millisecond))
 	slowClients := slow.Clients(t)
 	for _, client := range slowClients {
 		client.AddHook(slowNode{delay: 200 * time.Millisecond})
@@ -178,7 +181,7 @@ func TestMulti_tryLockOutlivingAPartFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
-	// a's warm-up first: part a's own round must fit its 50 ms TTL.
+	// a's warm-up first: part a's own round must fit its 100 ms TTL.
 	waitFor(t, 5*time.Second, "a's first answers", func() bool { return !slices.Contains(redlock.NodeRTTs(a), 0) })
 	lease, err := redlock.Multi(a.Mutex("a"), b.Mutex("b")).TryLock(ctx)
 	if err == nil {

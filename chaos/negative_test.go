@@ -33,7 +33,7 @@ func unsafeOptions(ttl time.Duration) []redlock.Option {
 func TestUnsafe_majorityRestartedEmpty(t *testing.T) {
 	options := append(unsafeOptions(3*time.Second), redlock.WithRestartGuard(0))
 	c := newCluster(t, setup{clients: 3, nodeTimeout: 100 * time.Millisecond, options: options})
-	c.requireBite(3, "violation", func() result {
+	c.requireBite(5, "violation", func() result {
 		return restartMajorityEmpty(c, workload.Config{Hold: 600 * time.Millisecond}, 3500*time.Millisecond,
 			900*time.Millisecond, 1800*time.Millisecond, 2700*time.Millisecond)
 	}, func(checker.Violation) bool { return true })
