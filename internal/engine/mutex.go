@@ -146,7 +146,8 @@ func (m *Mutex) rounds(ctx context.Context, k *lockCall, stats *callStats, began
 			// Given up during the round: say so, and what it saw.
 			return nil, gaveUp(ctx, telling(outcome.err, last))
 		}
-		last = outcome.err
+		// An attempt the deadline cut short tells less than the one before it.
+		last = telling(outcome.err, last)
 		if err := k.ends(ctx, outcome); err != nil {
 			return nil, err
 		}
@@ -158,7 +159,7 @@ func (m *Mutex) rounds(ctx context.Context, k *lockCall, stats *callStats, began
 			return nil, outcome.err
 		}
 		delay, contended = m.mode.pace(delay, outcome)
-		if err := k.sleep(ctx, m.quarantineWait(delay, outcome), outcome.err); err != nil {
+		if err := k.sleep(ctx, m.quarantineWait(delay, outcome), last); err != nil {
 			return nil, err
 		}
 	}
