@@ -13,7 +13,8 @@ type Client struct {
 }
 
 // New returns a Client over nodes: one client per independent Redis node
-// (each may itself be a Redis Cluster or a Sentinel-backed client). The
+// (each may itself be a Redis Cluster or a Sentinel-backed client, not a
+// go-redis Ring, which moves keys between shards: ErrConfig). The
 // Client does not close them. Options set the defaults of every Mutex.
 // New does not wait for the nodes: it starts connecting to each, and
 // reading its clock, in the background, so the first Lock need not.

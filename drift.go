@@ -29,7 +29,7 @@ func WithDriftFactor(factor float64) Option {
 // (Observer.Quarantined, a slog warning, ErrQuarantined in node errors)
 // until it has been found in bounds for a TTL after the last finding. It
 // rests on this process's monotonic clock running true, and is off on
-// Redis Cluster and Ring clients. See docs/safety.md, "The clock check".
+// Redis Cluster clients. See docs/safety.md, "The clock check".
 func WithClockCheck(on bool) Option {
 	return core.WithClockCheck(on)
 }

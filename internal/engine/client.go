@@ -29,6 +29,7 @@ type Client struct {
 	longest  atomic.Int64            // the longest TTL used so far: the default restart guard
 	stopWarm context.CancelFunc      // cuts the warm-up (see warm)
 	warmed   <-chan error            // the warm-up's results, one per node
+	records  *atomic.Int64           // the longest guard any node answered (see node.ShareGuard)
 }
 
 // New implements redlock.New, which documents it.
@@ -43,13 +44,13 @@ func New(nodes []redis.UniversalClient, opts ...core.Option) (*Client, error) {
 	c := &Client{runtime: leases.NewRuntime(), defaults: defaults, tag: reentrant.NewID()}
 	c.longest.Store(int64(defaults.TTL))
 	c.defaults.Stretch = c.stretch
-	longest := new(atomic.Int64) // the longest guard any node records
+	c.records = new(atomic.Int64) // the longest guard any node records
 	for i, client := range nodes {
-		if isNil(client) {
-			return nil, fmt.Errorf("%w: node %d is a nil client", core.ErrConfig, i)
+		if err := memberError(i, client); err != nil {
+			return nil, err
 		}
 		n := node.New(i, AddrOf(client), client)
-		n.ShareGuard(defaults.KeyPrefix+"node", longest)
+		n.ShareGuard(defaults.KeyPrefix+"node", c.records)
 		c.runtime.Nodes = append(c.runtime.Nodes, n)
 	}
 	c.runtime.Hub = pubsub.New(nodes, defaults.NodeTimeout)
@@ -167,6 +168,21 @@ func (c *Client) nodeAddrs() string {
 		addrs[i] = n.Addr()
 	}
 	return strings.Join(addrs, ",")
+}
+
+// memberError refuses a client that cannot be a lock node: nil, or a
+// go-redis Ring, whose heartbeat moves keys between shards (issue 40, row 6).
+func memberError(i int, client redis.UniversalClient) error {
+	if isNil(client) {
+		return fmt.Errorf("%w: node %d is a nil client", core.ErrConfig, i)
+	}
+	if _, ring := client.(*redis.Ring); ring {
+		return fmt.Errorf("%w: node %d is a go-redis Ring: when its heartbeat finds a shard down it sends that "+
+			"shard's keys to another shard, so a lock moves without its lease and is granted again there; "+
+			"use a plain client per Redis node (redis.NewClient), or a Redis Cluster member (redis.NewClusterClient)",
+			core.ErrConfig, i)
+	}
+	return nil
 }
 
 func isNil(client redis.UniversalClient) bool {

@@ -128,6 +128,7 @@ func (m *Mutex) rounds(ctx context.Context, k *lockCall, stats *callStats, began
 	pacer := m.newPacer()
 	contended := false // the last attempt split the votes or lost the lead
 	var last error     // what the last attempt saw, for the error of a Lock that gives up
+	raises := 0        // attempts retried at once under a longer guard
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, gaveUp(ctx, last)
@@ -148,6 +149,10 @@ func (m *Mutex) rounds(ctx context.Context, k *lockCall, stats *callStats, began
 		}
 		// An attempt the deadline cut short tells less than the one before it.
 		last = telling(outcome.err, last)
+		if outcome.guardRaised && raises < len(m.client.runtime.Nodes) {
+			raises++ // each raise is a longer record some node answered
+			continue
+		}
 		if err := k.ends(ctx, outcome); err != nil {
 			return nil, err
 		}

@@ -26,7 +26,10 @@ type outcome struct {
 	// votesAgain: quarantines keep a quorum from voting until then (this
 	// process's clock); zero when they do not.
 	votesAgain time.Time
-	err        error
+	// guardRaised: a quorum granted, but a node answered a longer guard
+	// than the calls carried; the votes were released (see raisedGuard).
+	guardRaised bool
+	err         error
 }
 
 // attempt is one round: the acquire script on every node at once. It
@@ -34,6 +37,10 @@ type outcome struct {
 // Otherwise it undoes every grant (and every call whose fate is unknown)
 // before it returns, so a failed attempt leaves nothing locked.
 func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*leases.Lease, outcome) {
+	guard := m.target.Keys.Guard
+	// Each call carries at least this guard: the node takes the longest
+	// record known when the call is sent.
+	carried := max(guard, time.Duration(m.client.records.Load()))
 	r := &attemptState{k: k, hold: k.nextHold(), order: new(node.Order), lead: -1, lead0: -1}
 	if k.handoff != nil {
 		k.handoff.attempting()
@@ -48,7 +55,8 @@ func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*leas
 	defer stopWatch()
 	tally := round.Wait(ctx)
 	until := core.ValidUntil(r.start, m.target.Settings.TTL, m.target.Settings.DriftFactor)
-	if tally.Yes >= m.target.Need() && time.Now().Before(until) && stopWatch() {
+	raised := m.client.raisedGuard(guard, carried)
+	if tally.Yes >= m.target.Need() && time.Now().Before(until) && raised == 0 && stopWatch() {
 		lease, result := m.grant(ctx, k, r.hold, r.start, until, r.order, func(lease *leases.Lease) quorum.Tally[node.Acquired] {
 			// Every answer in by now is in this tally, and every later one
 			// goes to leases.Lease.LateAcquire: none is missed.
@@ -61,7 +69,13 @@ func (m *Mutex) attempt(ctx context.Context, k *lockCall, leadFirst bool) (*leas
 		}
 		return lease, result
 	}
-	return nil, m.lost(ctx, r, round, until)
+	result := m.lost(ctx, r, round, until)
+	if raised > 0 && tally.Yes >= m.target.Need() {
+		result.guardRaised = true
+		result.err = fmt.Errorf("%w: a node records a restart guard of %v, longer than the %v this round's calls carried: "+
+			"its %d votes were released, to be cast again under the longer guard", core.ErrNotAcquired, raised, carried, tally.Yes)
+	}
+	return nil, result
 }
 
 // attemptState is what one attempt knows: its hold, the order the lease's

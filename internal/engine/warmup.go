@@ -56,6 +56,16 @@ func (c *Client) awaitWarm(results <-chan error, d time.Duration) {
 	}
 }
 
+// raisedGuard is the longest guard a node has answered, when it is longer
+// than carried, the guard a round's calls carried at least (0: it is not,
+// or the guard is off): votes cast under carried must not count.
+func (c *Client) raisedGuard(guard, carried time.Duration) time.Duration {
+	if longest := time.Duration(c.records.Load()); guard > 0 && longest > carried {
+		return longest
+	}
+	return 0
+}
+
 // minGrace is Close's least grace for calls still out: a near node's
 // round trip, many times over.
 const minGrace = 100 * time.Millisecond
