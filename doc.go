@@ -25,14 +25,14 @@
 //     without persistence, FLUSHALL, eviction) does not vote for the
 //     longest TTL in use. The restart guard checks it (WithRestartGuard,
 //     on by default): what stays assumed is that the guard is at least the
-//     longest TTL of any Client on the same names, that AOF is fsynced on
-//     every write, that no lock key goes while the marker stays (eviction
-//     under volatile-*, DEL by hand), and that no replica is promoted
-//     (docs/restart-guard.md);
+//     longest TTL of any Client on the same names, that no lock key goes
+//     while the marker stays unseen (DEL by hand; an eviction, a RESTORE
+//     or a DEBUG RELOAD within a second of the last vote), and that a
+//     promotion is seen (docs/restart-guard.md);
 //   - a node whose clock runs fast, against the client's monotonic clock,
 //     by more than the drift factor does not count. The clock check
-//     checks it (WithClockCheck, on by default; not on Redis Cluster or
-//     Ring clients): what stays assumed is that this process's monotonic
+//     checks it (WithClockCheck, on by default; not on Redis Cluster
+//     clients): what stays assumed is that this process's monotonic
 //     clock runs true, and that a node whose clock runs fast by less than
 //     about three times is not needed for a quorum before the check has
 //     readings of it spread far enough to prove it (up to 1.6 s of one

@@ -113,30 +113,30 @@ func TestGuard_majorityFlushAll(t *testing.T) {
 	}
 }
 
-// Nodes restarted with their data (AOF, appendfsync always) keep their
-// marker: a new Client locks at once, with the guard on.
-func TestGuard_restartWithDataVotesAtOnce(t *testing.T) {
+// Nodes restarted with their data (AOF, appendfsync always) wait out the
+// guard from their start as after a snapshot: the file may have been
+// switched off at run time and loaded as it was then, which the data
+// cannot show. A new Client is refused, naming the restart, then locks.
+func TestGuard_restartWithDataWaitsTheGuard(t *testing.T) {
 	cluster := redlocktest.Start(t, 3, "--appendonly", "yes", "--appendfsync", "always")
 	ctx := testContext(t)
-	first := newClient(t, cluster, redlock.WithTTL(time.Minute))
+	const ttl = 2 * time.Second
+	first := newClient(t, cluster, redlock.WithTTL(ttl))
 	mustUnlock(t, mustLock(t, ctx, first.Mutex("kept")))
 	for i := range cluster.Servers {
 		if err := cluster.Servers[i].Restart(true); err != nil {
 			t.Fatal(err)
 		}
 	}
-	fresh := newClient(t, cluster, redlock.WithTTL(time.Minute))
-	// Its warm-up reads appendfsync (scripts cannot): until then a restart
-	// with an append-only file is refused, without a verdict.
-	var lease *redlock.Lease
-	var err error
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if lease, err = fresh.Mutex("kept").TryLock(ctx); err == nil || time.Now().After(deadline) {
-			break
-		}
+	restarted := time.Now()
+	fresh := newClient(t, cluster, redlock.WithTTL(ttl))
+	if _, err := fresh.Mutex("kept").TryLock(ctx); !errors.Is(err, redlock.ErrQuarantined) ||
+		!strings.Contains(err.Error(), "restarted") {
+		t.Fatalf("TryLock right after a restart with the data kept = %v; want quarantined: restarted", err)
 	}
-	if err != nil {
-		t.Fatalf("TryLock after a restart with the data kept = %v; want a grant once warmed up", err)
+	lease := mustLock(t, ctx, fresh.Mutex("kept"))
+	if since := time.Since(restarted); since < ttl-time.Second {
+		t.Fatalf("granted %v after the restart; want no sooner than the guard (%v) from the start", since, ttl)
 	}
 	mustUnlock(t, lease)
 }

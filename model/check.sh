@@ -258,6 +258,28 @@ check guard-evicting            guard.pml pass -DEVICT                      smal
 check neg-guard-evicting-votes  guard.pml fail -DEVICT -DEVICTVOTES         small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
 check neg-guard-evict-policy-back guard.pml fail -DEVICT -DEVICTBACK        small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
 check guard-evict-policy-back-counted guard.pml pass -DEVICT -DEVICTBACK -DEVICTCOUNT small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+# ... against an AOF switched off at run time, a key-level backup restored
+# into a running node (also across a restart), a writable replica's full
+# resync: no AOF exemption, losses counted on every call, no vote but a
+# master's (issue 40).
+check guard-aof-switched-off    guard.pml pass -DAOFOFF                     small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check neg-guard-aof-switched-off guard.pml fail -DAOFOFF -DAOFTRUST         small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check guard-restore             guard.pml pass -DRESTORE                    small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check neg-guard-restore-trusts-marker guard.pml fail -DRESTORE -DNOLOSSCOUNT small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check guard-restore-across-restart guard.pml pass -DRESTORE -DACROSS        small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check neg-guard-restore-this-process-only guard.pml fail -DRESTORE -DACROSS -DTHISPROC small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check guard-replica             guard.pml pass -DRESYNC                     small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+check neg-guard-replica-votes   guard.pml fail -DRESYNC -DNOROLE            small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
+# ... with guard.lua's hot path (rule 1, -DHOTPATH: a marker stamped with
+# the replid, on a master, voted less than a tick ago, trusted without the
+# loss count) and another lock's call at any moment (-DOTHERS): a marker
+# restored within a second (a tick) of the vote it records is trusted for
+# the rest of that second, the limit docs/restart-guard.md states ("Drops
+# seen within a second"); with the copy restored only once its vote is a
+# tick old (-DOLDCOPY) the hot path holds (MAXCLOCK=3: at 4 it passed
+# 10 GB unfinished; a guard of two ticks still ends within the run).
+check neg-guard-restore-within-a-second guard.pml fail -DRESTORE -DHOTPATH -DOTHERS small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=0
+check guard-restore-hot-path-old-copy guard.pml pass -DRESTORE -DHOTPATH -DOTHERS -DOLDCOPY -DMAXCLOCK=3 small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
 # ... with clients of different TTLs (client 1 TTL, client 2 TTLB).
 check guard-mixed-ttl-snapshot  guard.pml pass -DMIXED -DSNAPSHOT -DTTL=3 -DTTLB=1 -DDRIFT=0 small: skip
 check guard-mixed-ttl-empty     guard.pml pass -DMIXED -DEMPTY -DTTL=3 -DTTLB=1 -DDRIFT=0 small: skip

@@ -2,9 +2,11 @@
  * guard.pml: the restart guard (node/scripts/guard.lua) against the ways a
  * node forgets leases: a restart from a snapshot (Redis's default
  * persistence), a restart without data, a flush on a running node, a
- * restart with an append-only file that keeps every write, a failover to
- * a lagging replica, evictions, INFO refused, clients with different TTLs,
- * and `redlock init` run after a loss. Checked with Spin (model/check.sh).
+ * restart with an append-only file that keeps every write, an AOF
+ * switched off at run time, a key-level backup restored into a running
+ * node, a failover to a lagging replica, a writable replica's full
+ * resync, evictions, INFO refused, clients with different TTLs, and
+ * `redlock init` run after a loss. Checked with Spin (model/check.sh).
  *
  * Two clients, one Lock each, on three nodes; a lease is valid until
  * start + TTL - DRIFT on the client's clock, start taken before the first
@@ -15,15 +17,33 @@
  * so that the guard makes one and a snapshot may hold it.
  *
  * The guard, as in guard.lua: the marker "<since> <why> <replid> <longest>
- * <voted>"; replid (the stamp) changes at each restart and promotion; a
- * call's guard G = max(its own, longest), and it raises longest:
- *   INFO refused, or an evicting memory policy: no vote;
- *   marker missing: since = now after a drop (flush) or a promotion since
- *     the start, else the process start;
+ * <voted>" with the loss count and the process that stamped it; replid
+ * (the stamp) changes at each restart and promotion; the node counts, per
+ * process, its losses: calls that drop or replace data (FLUSHALL,
+ * FLUSHDB, SWAPDB, DEBUG, RESTORE) and evictions (the model counts
+ * evictions apart: EVICTCOUNT below). A call's guard G = max(its own,
+ * longest), and it raises longest:
+ *   INFO refused, an evicting memory policy, or a role other than
+ *     master: no vote;
+ *   marker missing: since = now after a loss (the count > 0) or a
+ *     promotion since the start, else the process start;
  *   stamp != replid: after a promotion since the start, since =
- *     max(since, now); else (a restart) within G of the start and without
- *     AOF, since = max(since, start); else kept; then restamped;
+ *     max(since, now); else (a restart) within G of the start, AOF or
+ *     not, since = max(since, start); else kept;
+ *   on every call, losses since the stamp: stamped by this process with
+ *     a count other than the node's, or by another process while the
+ *     node's count since its start is > 0: since = max(since, now);
+ *   then restamped (replid, process, count);
  *   no vote while now < since + G ("forever" never holds back).
+ * HOTPATH adds rule 1, guard.lua's hot path: a marker stamped with the
+ * current replid on a master (INFO answered), whose longest is at least
+ * the call's guard, is judged by itself, without the steps above: no vote
+ * while now < since + G; else a vote if its voted (the last call the
+ * steps above let vote, the model's hot[]) is less than one tick old (the
+ * code's second), without the loss count or the memory policy; else the
+ * steps above, which refresh voted when they let the call vote. Without
+ * HOTPATH every call takes the steps above (the once-a-second check made
+ * on every call).
  *
  * Faults (-D, one at a time):
  *   SNAPSHOT  the nodes save a snapshot at any moment, and later restart
@@ -31,12 +51,44 @@
  *   EMPTY     the nodes restart without data
  *   FLUSH     FLUSHALL on the running nodes
  *   AOF       the nodes restart with every write kept
+ *   AOFOFF    the nodes run with every write kept; at any moment the AOF
+ *             is switched off at run time (CONFIG SET appendonly no: the
+ *             persisted keys and marker frozen as then); later they crash
+ *             and restart loading that copy, with the AOF on again (the
+ *             config file says so): a new replid, a new start
+ *   RESTORE   a key-level backup (DUMP of every key, the marker among
+ *             them) of the nodes taken at any moment; at any later moment
+ *             FLUSHALL, then at any later one RESTORE of the copy, each
+ *             counted; no restart, the replid kept. A call may land
+ *             between the two (its quarantine marker is then overwritten
+ *             by the restored one). SWAPDB with a db whose marker is in
+ *             order, and DEBUG RELOAD (the last snapshot loaded into the
+ *             running process), are the same shape: the data replaced,
+ *             a marker in order, the count raised.
+ *             ACROSS: the nodes restart keeping every write after the
+ *             copy (the copy is their previous process's, restored into
+ *             a process that may be up longer than G)
+ *             OTHERS (with HOTPATH): another lock's call on the three
+ *             nodes at any moment (it votes there, taking no lock key, so
+ *             a copy can hold a fresh voted without a key of these
+ *             clients); OLDCOPY: the copy restored only once the voted it
+ *             holds is at least one tick old (must pass; without it, the
+ *             limit docs/restart-guard.md states: a marker restored within
+ *             a second of the vote it records is trusted for the rest of
+ *             that second, and two leases are valid)
  *   PROMOTE   each node replaced, at any moment, by its replica: the keys
  *             and marker as of any earlier moment, a new replid, a
  *             process up long before (its start protects nothing);
  *             TOGETHER: both copied at one moment, promoted at one
  *   EVICT     the nodes switched to an evicting policy at any moment; then
  *             a lock key may vanish at any moment, the marker stays
+ *   RESYNC    nodes 0 and 1 are writable replicas (replica-read-only
+ *             no, a member pointed at a replica); at any moment each
+ *             resyncs in full from its primary: its keys replaced by the
+ *             primary's (no lock key), the primary's marker "complete
+ *             since forever", stamped with the replid the replica now
+ *             shares. With the role rule nodes 0 and 1 never vote, so no
+ *             lease is ever granted: the check is of safety only
  *   NOINFO    (with SNAPSHOT) the nodes refuse INFO from any moment
  *             (BLINDATSTART: from the start) to any later one, or for good
  *   MIXED     (with SNAPSHOT or EMPTY) client 1 has TTL, client 2 TTLB;
@@ -51,6 +103,14 @@
  *   TRUSTMARKER   the stamp is not compared: a marker is trusted after a
  *                 restart or a promotion (the old guard)
  *   DECLFOREVER   with SNAPSHOT: a declaration holds whatever its stamp
+ *   AOFTRUST      with AOF or AOFOFF: a restart of a process that keeps
+ *                 every write keeps the marker (the old AOF exemption):
+ *                 fails with AOFOFF
+ *   NOLOSSCOUNT   with RESTORE: the loss count compared only for a
+ *                 missing marker (the old guard)
+ *   THISPROC      with RESTORE and ACROSS: the count compared only on a
+ *                 marker this process stamped
+ *   NOROLE        with RESYNC: the role not checked: a replica votes
  *   NOFLUSHCHECK  with FLUSH: a missing marker counts from the process
  *                 start even after a flush
  *   UNSEEN        with PROMOTE: the promotion not seen (no REPLICAOF,
@@ -58,10 +118,10 @@
  *   BLINDTRUST    with NOINFO: a node without INFO trusts the marker
  *   EVICTVOTES    with EVICT: an evicting node votes
  *   EVICTBACK     with EVICT: the policy set back to noeviction at any later
- *                 moment: the node votes again (a gap in the rules;
- *                 EVICTCOUNT, must pass: a call that finds evictions since
- *                 the last call sets since = max(since, now), a rule
- *                 guard.lua lacks)
+ *                 moment: the node votes again (EVICTCOUNT, must pass: a
+ *                 call that finds evictions since the last call sets
+ *                 since = max(since, now), as guard.lua's rule 9 does with
+ *                 its count of evicted keys)
  *   OWNGUARD      with MIXED: client 2's guard is its own TTLB
  *   SEEN          with OWNGUARD: the markers recorded longest = TTL
  *                 before the run (must pass with SNAPSHOT, fail with EMPTY)
@@ -124,8 +184,26 @@ byte since[N];      /* ... else the node time it holds */
 byte stamp[N];      /* ... stamped with this replid */
 byte replid[N];     /* the node's replid */
 byte started[N];    /* when the process started */
-bool dropped[N];    /* keys dropped since the start (flush) */
+byte proc[N];       /* the node's process: changes at each start and
+                       promotion (a replica's process takes over) */
+byte lost[N];       /* the process's count of losses since its start: calls
+                       that drop or replace data (FLUSHALL, FLUSHDB, SWAPDB,
+                       DEBUG, RESTORE; evictions: EVICTCOUNT) */
+byte mproc[N];      /* the marker's process (the one that stamped it; 0:
+                       none of this node's) */
+byte mcount[N];     /* ... and that process's count then */
 bool aof[N];        /* the process persists every write */
+#ifdef RESYNC
+bool replica[N];    /* the node's role is not master */
+#endif
+#ifdef HOTPATH
+byte hot[N];        /* the marker's voted + 1 while less than one tick old
+                       (the tick at which the guard last let a call vote);
+                       0: older, or none */
+#define HOTWIPE(n) hot[n] = 0
+#else
+#define HOTWIPE(n) skip
+#endif
 #ifdef MIXED
 byte longest[N];    /* the marker's longest guard */
 #endif
@@ -167,7 +245,7 @@ active proctype Monitor() {
 #else
 #define OLDVOTE(k) skip
 #endif
-#define AGE(k) EXPIRE(k); OLD(since[k]); OLD(started[k]); OLDVOTE(k)
+#define AGE(k) EXPIRE(k); OLD(since[k]); OLD(started[k]); OLDVOTE(k); HOTWIPE(k)
 active proctype Tick() {
 	do
 	:: atomic { clock < MAXCLOCK -> clock++; AGE(0); AGE(1); AGE(2); LAPSE(1); LAPSE(2) }
@@ -176,8 +254,19 @@ active proctype Tick() {
 }
 
 /* a process of node n starts: a new replid */
-#define START(n) replid[n]++; started[n] = clock; dropped[n] = false
+#define START(n) replid[n]++; proc[n]++; started[n] = clock; lost[n] = 0
 
+#ifdef HOTPATH
+/* the copy's voted, back with it: still less than one tick old if
+ * restored within the tick it was taken */
+#define SAVEHOT(n) sHot[n] = hot[n]
+#define LOADHOT(n) hot[n] = (sHot[n] == clock + 1 -> sHot[n] : 0)
+#define FORGETHOT(n) sHot[n] = 0
+#else
+#define SAVEHOT(n) skip
+#define LOADHOT(n) skip
+#define FORGETHOT(n) skip
+#endif
 #ifdef MIXED
 #define SAVELONG(n) sLongest[n] = longest[n]
 #define LOADLONG(n) longest[n] = sLongest[n]
@@ -195,22 +284,28 @@ active proctype Tick() {
 #define WIPEVOTED(n) skip
 #endif
 
-#if defined(SNAPSHOT) || defined(PROMOTE)
-/* the snapshot, or the replica's copy, of nodes 0 and 1 */
-byte sOwner[2], sExpiry[2], sSince[2], sStamp[2];
+#if defined(SNAPSHOT) || defined(PROMOTE) || defined(AOFOFF) || defined(RESTORE)
+/* the snapshot, the replica's copy, the frozen AOF or the key-level
+ * backup (DUMP) of nodes 0 and 1 */
+byte sOwner[2], sExpiry[2], sSince[2], sStamp[2], sProc[2], sCount[2];
 bool sMarker[2], sForever[2];
 #ifdef MIXED
 byte sLongest[2];
 #endif
+#ifdef HOTPATH
+byte sHot[2];
+#endif
 #define SAVE(n) sOwner[n] = owner[n]; sExpiry[n] = expiry[n]; sMarker[n] = marker[n]; \
-	sForever[n] = forever[n]; sSince[n] = since[n]; sStamp[n] = stamp[n]; SAVELONG(n)
+	sForever[n] = forever[n]; sSince[n] = since[n]; sStamp[n] = stamp[n]; sProc[n] = mproc[n]; \
+	sCount[n] = mcount[n]; SAVELONG(n); SAVEHOT(n)
 #define LOAD(n) owner[n] = sOwner[n]; expiry[n] = sExpiry[n]; marker[n] = sMarker[n]; \
-	forever[n] = sForever[n]; since[n] = sSince[n]; stamp[n] = sStamp[n]; LOADLONG(n)
+	forever[n] = sForever[n]; since[n] = sSince[n]; stamp[n] = sStamp[n]; mproc[n] = sProc[n]; \
+	mcount[n] = sCount[n]; LOADLONG(n); LOADHOT(n)
 #define FORGET(n) sOwner[n] = 0; sExpiry[n] = 0; sMarker[n] = false; sForever[n] = false; \
-	sSince[n] = 0; sStamp[n] = 0; FORGETLONG(n)
+	sSince[n] = 0; sStamp[n] = 0; sProc[n] = 0; sCount[n] = 0; FORGETLONG(n); FORGETHOT(n)
 #endif
 #define WIPE(n) owner[n] = 0; marker[n] = false; forever[n] = false; stamp[n] = 0; \
-	since[n] = 0; WIPELONG(n); WIPEVOTED(n)
+	since[n] = 0; mproc[n] = 0; mcount[n] = 0; WIPELONG(n); WIPEVOTED(n); HOTWIPE(n)
 
 #ifdef INIT
 #ifdef UNTRACED
@@ -223,7 +318,14 @@ byte sLongest[2];
 bool wiped;
 #endif
 
-#ifndef PROMOTE
+#if defined(HOTPATH) && defined(OLDCOPY)
+/* the copy's voted at least one tick old */
+#define OLDENOUGH (sHot[0] != clock + 1 && sHot[1] != clock + 1)
+#else
+#define OLDENOUGH true
+#endif
+
+#if !defined(PROMOTE) && !defined(RESYNC)
 proctype Fault() {
 #ifdef SNAPSHOT
 	atomic { SAVE(0); SAVE(1) };
@@ -237,10 +339,29 @@ proctype Fault() {
 #endif
 #endif
 #ifdef FLUSH
-	atomic { WIPE(0); dropped[0] = true; WIPE(1); dropped[1] = true }
+	atomic { WIPE(0); lost[0]++; WIPE(1); lost[1]++ }
 #endif
 #ifdef AOF
 	atomic { aof[0] = true; START(0); aof[1] = true; START(1) }
+#endif
+#ifdef AOFOFF
+	/* every write kept (aof set at init) until the AOF is switched off:
+	 * the persisted copy frozen; later a crash, and a process that loads
+	 * it with the AOF on again (the config says so) */
+	atomic { SAVE(0); aof[0] = false; SAVE(1); aof[1] = false };
+	atomic { LOAD(0); START(0); aof[0] = true; LOAD(1); START(1); aof[1] = true; FORGET(0); FORGET(1) }
+#endif
+#ifdef RESTORE
+	/* a key-level backup (DUMP of every key, the marker among them);
+	 * ACROSS: the nodes restart, keeping every write, after it (the copy
+	 * is their previous process's); later FLUSHALL, then RESTORE of the
+	 * copy, each counted; a call may land between the two */
+	atomic { SAVE(0); SAVE(1) };
+#ifdef ACROSS
+	atomic { START(0); START(1) };
+#endif
+	atomic { WIPE(0); lost[0]++; WIPE(1); lost[1]++ };
+	atomic { OLDENOUGH -> LOAD(0); lost[0]++; LOAD(1); lost[1]++; FORGET(0); FORGET(1) }
 #endif
 #ifdef EVICT
 	atomic { evicting[0] = true; evicting[1] = true };
@@ -272,7 +393,8 @@ proctype Blind() {
 #ifdef PROMOTE
 /* node n replaced by its replica: its copy taken at any moment, promoted
  * at any later one (TOGETHER: both nodes' at one moment each) */
-#define PROMOTED(n) LOAD(n); FORGET(n); replid[n] = replid[n] + 1; promoted[n] = true
+#define PROMOTED(n) LOAD(n); FORGET(n); replid[n] = replid[n] + 1; proc[n]++; lost[n] = 0; \
+	promoted[n] = true
 #ifdef TOGETHER
 proctype Replica() {
 	atomic { SAVE(0); SAVE(1) };
@@ -286,12 +408,25 @@ proctype Replica(byte n) {
 #endif
 #endif
 
+#ifdef RESYNC
+/* writable replica n (replica-read-only no) resyncs in full from its
+ * primary, at any moment: its keys replaced by the primary's data, no lock
+ * key, the primary's marker in order ("complete since forever"), stamped
+ * with the replid the replica now shares; stamped by the primary's
+ * process, whose count was 0 (a full sync counts nothing) */
+proctype Resync(byte n) {
+	atomic { owner[n] = 0; expiry[n] = 0; marker[n] = true; forever[n] = true; since[n] = 0;
+		replid[n]++; stamp[n] = replid[n]; mproc[n] = 0; mcount[n] = 0; WIPELONG(n); WIPEVOTED(n);
+		HOTWIPE(n) }
+}
+#endif
+
 /* guard.lua on node i for a call whose own guard is arg: sets may (and g,
  * its guard); makes, restamps the marker */
 #ifdef NOFLUSHCHECK
 #define DROPPED(i) false
 #else
-#define DROPPED(i) dropped[i]
+#define DROPPED(i) (lost[i] > 0)
 #endif
 #ifdef PROMOTE
 #ifdef UNSEEN
@@ -311,16 +446,39 @@ proctype Replica(byte n) {
 #else
 #define COMPARED(i) (stamp[i] != replid[i])
 #endif
-#ifdef NOINFO
-#ifdef BLINDTRUST
-#define REFUSED(i) false
+#if defined(NOINFO) && !defined(BLINDTRUST)
+#define BLINDREF(i) blind[i]
 #else
-#define REFUSED(i) blind[i]
+#define BLINDREF(i) false
 #endif
-#elif defined(EVICT) && !defined(EVICTVOTES)
-#define REFUSED(i) evicting[i]
+#if defined(EVICT) && !defined(EVICTVOTES)
+#define EVICTREF(i) evicting[i]
 #else
-#define REFUSED(i) false
+#define EVICTREF(i) false
+#endif
+#if defined(RESYNC) && !defined(NOROLE)
+#define ROLEREF(i) replica[i]
+#else
+#define ROLEREF(i) false
+#endif
+#define REFUSED(i) (BLINDREF(i) || EVICTREF(i) || ROLEREF(i))
+#ifdef AOFTRUST
+#define AOFKEPT(i) aof[i]
+#else
+#define AOFKEPT(i) false
+#endif
+/* losses since the marker was stamped: counted by the process that stamped
+ * it, or any since the start of another one (THISPROC: only the first;
+ * NOLOSSCOUNT: none, the count compared only for a missing marker) */
+#ifdef NOLOSSCOUNT
+#define COUNTED(i) skip
+#else
+#ifdef THISPROC
+#define LOSTSINCE(i) (mproc[i] == proc[i] && mcount[i] != lost[i])
+#else
+#define LOSTSINCE(i) ((mproc[i] == proc[i] && mcount[i] != lost[i]) || (mproc[i] != proc[i] && lost[i] > 0))
+#endif
+#define COUNTED(i) if :: LOSTSINCE(i) -> RAISE(i, clock) :: else -> skip fi
 #endif
 #ifdef MIXED
 #define GUARDLEN(i, arg) g = MAX(arg, longest[i]); longest[i] = g
@@ -330,7 +488,35 @@ proctype Replica(byte n) {
 /* since = max(since, t), "forever" counting as 0 */
 #define RAISE(i, t) since[i] = (forever[i] -> t : MAX(since[i], t)); forever[i] = false
 
+#ifdef HOTPATH
+#ifdef NOINFO
+#define ANSWERS(i) !blind[i]
+#else
+#define ANSWERS(i) true
+#endif
+#ifdef MIXED
+#define HOTG(i, arg) longest[i]
+#else
+#define HOTG(i, arg) arg
+#endif
+/* rule 1: the stamp matches, INFO answered, a master, longest >= the
+ * call's guard (the role is all it asks of INFO beyond the replid) */
+#define MATCHES(i, arg) (ANSWERS(i) && !ROLEREF(i) && marker[i] && stamp[i] == replid[i] && HOTG(i, arg) >= arg)
+#define DUE(i, arg) (forever[i] || clock >= since[i] + HOTG(i, arg))
+/* the steps below let the call vote: voted refreshed (not by a blind
+ * node's, which writes no voted) */
+#define REFRESH(i) if :: may && ANSWERS(i) -> hot[i] = clock + 1 :: else -> skip fi
+#else
+#define REFRESH(i) skip
+#endif
+
 inline guard(i, arg) {
+#ifdef HOTPATH
+	if
+	:: MATCHES(i, arg) && !DUE(i, arg) -> may = false /* rule 1: quarantined */
+	:: MATCHES(i, arg) && DUE(i, arg) && hot[i] == clock + 1 -> may = true /* rule 1: trusted */
+	:: else ->
+#endif
 	if
 	:: REFUSED(i) -> may = false
 	:: else ->
@@ -347,13 +533,17 @@ inline guard(i, arg) {
 		if
 		:: !marker[i] -> marker[i] = true; forever[i] = false;
 			since[i] = (DROPPED(i) || SEENPROMOTED(i) -> clock : started[i])
-		:: marker[i] && COMPARED(i) ->
+		:: else ->
 			if
-			:: SEENPROMOTED(i) -> RAISE(i, clock)
-			:: !SEENPROMOTED(i) && clock < started[i] + g && !aof[i] && !UPLONG(i) -> RAISE(i, started[i])
+			:: COMPARED(i) ->
+				if
+				:: SEENPROMOTED(i) -> RAISE(i, clock)
+				:: !SEENPROMOTED(i) && clock < started[i] + g && !AOFKEPT(i) && !UPLONG(i) -> RAISE(i, started[i])
+				:: else -> skip
+				fi
 			:: else -> skip
-			fi
-		:: else -> skip
+			fi;
+			COUNTED(i)
 		fi;
 #ifdef EVICTCOUNT
 		if
@@ -361,18 +551,22 @@ inline guard(i, arg) {
 		:: else -> skip
 		fi;
 #endif
-		stamp[i] = replid[i];
+		stamp[i] = replid[i]; mproc[i] = proc[i]; mcount[i] = lost[i];
 #ifdef NOINFO
 		fi;
 #endif
-		may = forever[i] || clock >= since[i] + g
+		may = forever[i] || clock >= since[i] + g;
+		REFRESH(i)
 	fi
+#ifdef HOTPATH
+	fi
+#endif
 }
 
-#if defined(UNDECLARED) || defined(EVICTCOUNT)
+#if defined(UNDECLARED) || defined(EVICTCOUNT) || defined(OTHERS)
 /* a script of another lock, at any moment: it makes the missing markers,
  * counts evictions (a refused vote does too, but these clients do not
- * retry) */
+ * retry), refreshes voted (OTHERS) */
 proctype Other() {
 	bool may;
 	byte g;
@@ -388,7 +582,8 @@ proctype Other() {
 #define LIVE(n) (owner[n] != 0 && expiry[n] > clock)
 #define RECENT(n) (marker[n] && voted[n] != 0 && clock + 1 < voted[n] + GUARDFOR)
 #define PASSES(n) (!LIVE(n) && !RECENT(n))
-#define DECLARE(n) marker[n] = true; forever[n] = true; stamp[n] = replid[n]
+#define DECLARE(n) marker[n] = true; forever[n] = true; stamp[n] = replid[n]; mproc[n] = proc[n]; \
+	mcount[n] = lost[n]; HOTWIPE(n)
 #define EACH(n, cond, act) :: atomic { cond && !done[n] -> done[n] = true; act }
 proctype Init() {
 	bool ok, done[N];
@@ -455,9 +650,9 @@ init {
 	atomic {
 		byte i;
 		for (i : 0 .. N - 1) {
-			replid[i] = 1;
+			replid[i] = 1; proc[i] = 1;
 #ifndef UNDECLARED
-			marker[i] = true; forever[i] = true; stamp[i] = 1;
+			marker[i] = true; forever[i] = true; stamp[i] = 1; mproc[i] = 1;
 #endif
 #ifdef SEEN
 			longest[i] = TTL;
@@ -471,10 +666,16 @@ init {
 #else
 		run Replica(0); run Replica(1);
 #endif
+#elif defined(RESYNC)
+		replica[0] = true; replica[1] = true;
+		run Resync(0); run Resync(1);
 #else
+#ifdef AOFOFF
+		aof[0] = true; aof[1] = true;
+#endif
 		run Fault();
 #endif
-#if defined(UNDECLARED) || defined(EVICTCOUNT)
+#if defined(UNDECLARED) || defined(EVICTCOUNT) || defined(OTHERS)
 		run Other();
 #endif
 #ifdef NOINFO

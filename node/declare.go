@@ -76,7 +76,7 @@ func declareNode(ctx context.Context, client redis.Scripter, prefix, mode string
 	if cluster, ok := client.(*redis.ClusterClient); ok {
 		return declareCluster(ctx, cluster, prefix, mode)
 	}
-	marker := prefix + "node"
+	marker := MarkerFor(client, prefix+"node", "")
 	reply, err := declareScript.Run(ctx, client, []string{marker}, globEscape(prefix)+"*", marker, mode).Result()
 	if err != nil {
 		return err
@@ -225,7 +225,7 @@ var (
 // the marker under prefix and guard: nil when it votes, a *Quarantine when
 // it does not. It makes no marker (what a lock script would do first).
 func Probe(ctx context.Context, client redis.Scripter, prefix string, guard time.Duration) error {
-	return ProbeMarker(ctx, client, prefix+"node", guard)
+	return ProbeMarker(ctx, client, MarkerFor(client, prefix+"node", ""), guard)
 }
 
 // ProbeMarker is Probe of the marker named marker (see MarkerFor).

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	_ "embed"
 	"errors"
 	"fmt"
@@ -15,8 +14,23 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-//go:embed scripts/guard.lua
-var guardSource string
+// The guard's parts, in the order every voting script (and the library)
+// puts them in front of its body: one call's state; the node's INFO facts;
+// the marker's reader and writer; the rules; the handoff's claim rule.
+var (
+	//go:embed scripts/call.lua
+	callLua string
+	//go:embed scripts/facts.lua
+	factsLua string
+	//go:embed scripts/marker.lua
+	markerLua string
+	//go:embed scripts/guard.lua
+	guardLua string
+	//go:embed scripts/handed.lua
+	handedLua string
+
+	guardSource = callLua + factsLua + markerLua + guardLua + handedLua
+)
 
 // ErrQuarantined marks a node that may have forgotten a lease (it
 // restarted without persisting every write, lost its data, or is new) less
@@ -26,8 +40,8 @@ var ErrQuarantined = errors.New("quarantined")
 // Why a node is quarantined: the rule of scripts/guard.lua that applied.
 const (
 	WhyNew       = "new"       // no marker; the process started at Since and dropped nothing since
-	WhyRestarted = "restarted" // marker kept, but restarted at Since without an append-only file
-	WhyFlushed   = "flushed"   // no marker after a flush, swap, eviction or DEBUG
+	WhyRestarted = "restarted" // marker kept, but restarted at Since: what it loaded may lack leases
+	WhyFlushed   = "flushed"   // keys dropped or replaced (flush, swap, RESTORE, DEBUG, eviction) since the marker counted
 	WhyFailover  = "failover"  // promoted (REPLICAOF, FAILOVER) since it started, seen at Since
 	WhyUnknown   = "unknown"   // no marker, and INFO is refused (ACL or rename): cannot tell
 	WhyCluster   = "cluster"   // a Redis Cluster shard without its slot's marker, whose slots may have come from elsewhere
@@ -50,22 +64,17 @@ const (
 )
 
 // guardArg is the guard's argument to a script: "<ms>[:<letters>]", a
-// letter per risk accepted, and "a" when the node was seen to fsync its
-// append-only file on every write (see readFsync).
+// letter per risk accepted.
 func (n *Node) guardArg(k Keys) string {
 	guard := k.Guard
 	if guard > 0 {
 		guard = max(guard, time.Duration(n.calls.longest.Load()))
 	}
 	ms := milliseconds(guard)
-	fsync := n.fsyncAlways.Load()
-	if k.Risks&allRisks == 0 && !fsync {
+	if k.Risks&allRisks == 0 {
 		return ms
 	}
 	letters := []byte(ms + ":")
-	if fsync {
-		letters = append(letters, 'a')
-	}
 	if k.Risks&RiskNoInfo != 0 {
 		letters = append(letters, 'i')
 	}
@@ -84,22 +93,6 @@ func (n *Node) ShareGuard(marker string, longest *atomic.Int64) {
 	n.marker, n.calls.longest = marker, longest
 }
 
-// readFsync asks, in the pipeline of a call (the warm-up's), for the
-// node's appendfsync where the user may (CONFIG GET): a restart with an
-// append-only file votes at once only when it is fsynced on every write,
-// which scripts cannot read.
-func (n *Node) readFsync(pipe redis.Pipeliner) func() {
-	if n.cluster {
-		return func() {}
-	}
-	get := pipe.ConfigGet(context.Background(), "appendfsync")
-	return func() {
-		if get.Err() == nil {
-			n.fsyncAlways.Store(get.Val()["appendfsync"] == "always")
-		}
-	}
-}
-
 // ErrUnguarded marks a node that does not vote because the restart guard
 // cannot see whether it lost a lease; it matches ErrQuarantined too.
 // Trying again does not help until the node or the user's ACL changes.
@@ -108,7 +101,7 @@ var ErrUnguarded = errors.New("unguarded")
 // Unguarded is a node's refusal to vote, by the restart guard, for what it
 // cannot see; it names the remedy.
 type Unguarded struct {
-	Why    string // "noinfo" or "evicts"
+	Why    string // "noinfo", "evicts" or "replica"
 	Policy string // the node's maxmemory-policy, with "evicts"
 }
 
@@ -117,6 +110,10 @@ func (u *Unguarded) Error() string {
 		return fmt.Sprintf("unguarded: maxmemory-policy %s may evict a lock key while the node's marker stays, "+
 			"granting the lock again; set maxmemory-policy noeviction (or maxmemory 0), "+
 			"or accept the risk with WithAcceptedRisks(RiskEviction)", u.Policy)
+	}
+	if u.Why == "replica" {
+		return "unguarded: the node is a replica (role not master): a resync from its primary replaces its data, " +
+			"lock keys and marker, without a trace; point the member at the primary (or a Sentinel-managed client)"
 	}
 	return "unguarded: the lock's user may not run INFO (an ACL or a renamed command), so a restart or a failover " +
 		"cannot be seen; grant it +info (ACL SETUSER <user> +info), or accept the risk with WithAcceptedRisks(RiskNoInfo)"
@@ -151,12 +148,11 @@ func (q *Quarantine) Error() string {
 		return fmt.Sprintf("quarantined: new or restarted empty at %s (no marker), votes at %s; "+
 			"a brand-new set of nodes that never held a lock votes at once after `redlock init`", at(q.Since), at(q.Until))
 	case WhyRestarted:
-		return fmt.Sprintf("quarantined: restarted at %s without an append-only file known to be fsynced on every write, "+
-			"it may have forgotten leases; votes again at %s (appendonly yes, appendfsync always, and CONFIG GET allowed "+
-			"to the lock's user: votes at once after a restart)", at(q.Since), at(q.Until))
+		return fmt.Sprintf("quarantined: restarted at %s, and what it loaded (a snapshot, or an append-only file that "+
+			"may have been switched off at run time) may lack leases it granted; votes again at %s", at(q.Since), at(q.Until))
 	case WhyFlushed:
-		return fmt.Sprintf("quarantined: lost its data at %s (FLUSHALL, FLUSHDB, SWAPDB, eviction or DEBUG "+
-			"since it started), votes again at %s", at(q.Since), at(q.Until))
+		return fmt.Sprintf("quarantined: lost its data, or had it replaced, at %s (FLUSHALL, FLUSHDB, SWAPDB, RESTORE, "+
+			"DEBUG or an eviction since its marker counted them), votes again at %s", at(q.Since), at(q.Until))
 	case WhyFailover:
 		return fmt.Sprintf("quarantined: became a primary (REPLICAOF, FAILOVER, or CONFIG RESETSTAT hiding them) "+
 			"since it started, seen at %s: it may lack writes its old primary acknowledged; votes again at %s",
@@ -214,8 +210,8 @@ func quarantined(err error) error {
 
 func unguarded(err error, fields []string) error {
 	switch {
-	case len(fields) == 1 && fields[0] == "noinfo":
-		return &Unguarded{Why: "noinfo"}
+	case len(fields) == 1 && (fields[0] == "noinfo" || fields[0] == "replica"):
+		return &Unguarded{Why: fields[0]}
 	case len(fields) == 2 && fields[0] == "evicts":
 		return &Unguarded{Why: "evicts", Policy: fields[1]}
 	}
@@ -239,10 +235,18 @@ func (n *Node) markerKey(keys Keys) string {
 
 // MarkerFor is the marker that the scripts of the lock whose key is
 // lockKey check on a node of client: marker itself, or on a Redis Cluster
-// member the marker of the lock's slot.
+// member the marker of the lock's slot. A database other than 0 names its
+// own ("<marker>:db<n>"): SWAPDB then leaves each database without its
+// marker, which the guard judges, instead of with another's, which it
+// would trust (docs/restart-guard.md, rule 9).
 func MarkerFor(client any, marker, lockKey string) string {
-	if _, cluster := client.(*redis.ClusterClient); cluster {
+	switch c := client.(type) {
+	case *redis.ClusterClient:
 		return marker + ":{" + slotTag(slotOf(lockKey)) + "}"
+	case *redis.Client:
+		if db := c.Options().DB; db != 0 {
+			return marker + ":db" + strconv.Itoa(db)
+		}
 	}
 	return marker
 }

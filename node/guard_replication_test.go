@@ -84,10 +84,9 @@ func waitRole(t *testing.T, admin *redis.Client, role string) {
 	}
 }
 
-// An append-only file fsynced every second (or one whose appendfsync the
-// Client could not read) is judged as no file: the node votes again at
-// start + guard, not never.
-func TestGuard_unsureAppendOnlyFileVotesAfterTheGuard(t *testing.T) {
+// A restart with an append-only file is judged as one without: the node
+// votes again at start + guard, not never, and the refusal names why.
+func TestGuard_appendOnlyRestartVotesAfterTheGuard(t *testing.T) {
 	cluster := redlocktest.Start(t, 1, "--appendonly", "yes", "--appendfsync", "everysec")
 	n := node.New(0, cluster.Addrs()[0], cluster.Clients(t)[0])
 	t.Cleanup(n.Wait)
@@ -101,8 +100,8 @@ func TestGuard_unsureAppendOnlyFileVotesAfterTheGuard(t *testing.T) {
 		t.Fatal(err)
 	}
 	q := quarantineOf(t, n, keys, "h2")
-	if q.Why != node.WhyRestarted || !strings.Contains(q.Error(), "appendfsync always") {
-		t.Fatalf("after the restart: %s; want the restart rule, naming appendfsync", q)
+	if q.Why != node.WhyRestarted || !strings.Contains(q.Error(), "switched off at run time") {
+		t.Fatalf("after the restart: %s; want the restart rule, naming the switched-off file", q)
 	}
 	// Unjudged, the restart is dated from the start as each call reads it
 	// (to the second): the vote comes at q.Until or up to a second later.

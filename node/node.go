@@ -63,9 +63,7 @@ type Node struct {
 	client  Client
 	cluster bool // a Redis Cluster: one marker per slot (see markerKey)
 	calls   *batcher
-	// fsyncAlways: the node's appendfsync was "always" when last read.
-	fsyncAlways atomic.Bool
-	marker      string // the marker Warm reads (see ShareGuard)
+	marker  string // the marker Warm reads (see ShareGuard)
 }
 
 // New wraps client as the node at position index.

@@ -70,18 +70,17 @@ func (t *timing) probeTimeout() time.Duration {
 	return max(probeInterval, 4*timeoutRTTs*rtt)
 }
 
-// Warm opens a connection to the node, reads its appendfsync (see
-// readFsync) and its clock (with check, so
-// that the first call's answer can be judged at once), ahead of the first
-// call: calls made meanwhile queue behind it and share its connection.
+// Warm opens a connection to the node and reads its clock (with check, so
+// that the first call's answer can be judged at once) and the longest
+// guard its marker records, ahead of the first call: calls made meanwhile queue behind it and share its connection.
 // A node far away then costs its first Lock a round trip, not the five of
 // a new connection and the clock's first readings.
 func (n *Node) Warm(ctx context.Context, check ClockCheck) error {
 	var keys []string
 	if n.marker != "" && !n.cluster {
-		keys = []string{n.marker}
+		keys = []string{MarkerFor(n.client, n.marker, "")}
 	}
-	return n.calls.runAlso(ctx, probeScript, check, keys, n.readFsync).Err()
+	return n.calls.run(ctx, nil, probeScript, check, keys).Err()
 }
 
 // ClockOffset is the node's clock minus this process's wall clock, read

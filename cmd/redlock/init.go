@@ -44,6 +44,17 @@ every slot each serves (a Cluster keeps a marker per slot). A Sentinel-
 managed node (redis://sentinel:26379?master_name=M) is declared on its
 master of the moment.
 
+Never do these to a node that serves locks: the guard cannot see them
+(docs/restart-guard.md, "What an operator must never do"):
+  - delete the library's keys by hand (DEL, UNLINK, RENAME under -prefix);
+    use redlock unlock -force
+  - reassign a Cluster slot without its data (CLUSTER SETSLOT NODE issued
+    elsewhere, an edited nodes.conf)
+  - step the node's clock forward, or boot it with its clock behind and
+    correct it after Redis started
+  - run init as a step that re-runs on every start, or with -force on a
+    set that served locks
+
 Nodes are the URLs given as arguments, or -nodes, or $REDLOCK_NODES. A
 node that refuses connections (still starting) is tried again until
 -timeout.

@@ -20,25 +20,27 @@
 local f = facts()
 local _, run = f.start()
 local value = redis.call('GET', KEYS[1])
-local since, stamp, longest = nil, nil, 0
+local m = { longest = 0 }
 if value then
-  local loss = marker_loss(f, value, { new = true, declared = true })
+  local loss = marker_loss(value, { new = true, declared = true })
   if loss then
     return loss
   end
-  since, _, stamp, longest = f.parse(value)
+  m = marker_read(value)
 end
 -- A marker this process declared counts the keys loaded with it, if any.
-local declared = since == 0 and (stamp == replid or (run ~= nil and stamp == run))
+local declared = m.since == 0 and (m.stamp == replid or (run ~= nil and m.stamp == run))
 local dropped = f.dropped()
 local refusal = not_loaded(declared)
   or (dropped and { 'dropped', dropped })
   or keys_under(ARGV[1], function(key) return key == ARGV[2] end)
-  or (value and marker_live(f, value))
+  or (value and marker_live(value))
 if refusal then
   return refusal
 end
 if ARGV[3] == 'declare' then
-  f.stamp(KEYS[1], 0, 'declared', replid, longest, 0, run, f.evictions())
+  local lost, evicted = f.losses()
+  marker_write(KEYS[1], { since = 0, why = 'declared', stamp = replid, longest = m.longest, voted = 0,
+    evicted = evicted, run = run, lost = lost })
 end
 return {}

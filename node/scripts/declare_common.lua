@@ -5,9 +5,9 @@
 -- marker_loss: {"marker", value} when the marker records a loss (a rule
 -- not in kept: since 0 is a declaration, 'new' a missing marker without a
 -- drop), else nil.
-local function marker_loss(f, value, kept)
-  local since, why = f.parse(value)
-  if since == nil or (since > 0 and not kept[why]) then
+local function marker_loss(value, kept)
+  local m = marker_read(value)
+  if m == nil or (m.since > 0 and not kept[m.why]) then
     return { 'marker', value }
   end
   return nil
@@ -17,10 +17,10 @@ end
 -- a lease it granted may be live: voted is refreshed at most once a second
 -- while the node votes, so such a lease ends by voted + 1 s + the longest
 -- guard (at least its TTL); else nil.
-local function marker_live(f, value)
-  local _, _, _, longest, voted = f.parse(value)
-  local live_until = voted + longest + 1000
-  if voted > 0 and live_until > node_now() then
+local function marker_live(value)
+  local m = marker_read(value)
+  local live_until = m.voted + m.longest + 1000
+  if m.voted > 0 and live_until > node_now() then
     return { 'live', value, tostring(live_until - node_now()) }
   end
   return nil

@@ -19,7 +19,7 @@ local dropped = f.dropped()
 -- A Cluster replica takes over without a command: promoted (or loaded
 -- from disk), it may lack a lease its old primary granted.
 local replid2 = string.match(redis.call('INFO', 'replication'), '\nmaster_replid2:(%x+)')
-if not dropped and replid2 ~= string.rep('0', 40) then
+if not dropped and replid2 ~= ZERO_ID then
   dropped = 'failover'
 end
 -- A slot's marker: refused when it records a loss or voted within its guard.
@@ -31,22 +31,23 @@ local refusal = not_loaded(false)
       return false
     end
     local value = redis.call('GET', key)
-    return value and (marker_loss(f, value, kept) or marker_live(f, value)) or true
+    return value and (marker_loss(value, kept) or marker_live(value)) or true
   end)
 if refusal then
   return refusal
 end
-local evictions = f.evictions()
+local lost, evicted = f.losses()
 if ARGV[3] == 'declare' then
   -- Every marker read before any is written: a slot no longer here (the
   -- client's map was stale) fails the script with nothing written.
   local longest = {}
   for i = 4, #ARGV do
     local value = redis.call('GET', ARGV[i])
-    longest[i] = value and select(4, f.parse(value)) or 0
+    longest[i] = value and marker_read(value).longest or 0
   end
   for i = 4, #ARGV do
-    f.stamp(ARGV[i], 0, 'declared', replid, longest[i] or 0, 0, run, evictions)
+    marker_write(ARGV[i], { since = 0, why = 'declared', stamp = replid, longest = longest[i] or 0, voted = 0,
+      evicted = evicted, run = run, lost = lost })
   end
 end
-return { 'ok', replid, run or '0', tostring(evictions) }
+return { 'ok', replid, run or '0', tostring(evicted) }
