@@ -13,6 +13,7 @@ import (
 )
 
 const initUsage = `usage: redlock init [-nodes URLs] [-prefix redlock:] [-timeout 5s] [-force] [URL...]
+       redlock init -lower-guard d [-nodes URLs] [-prefix redlock:] [-timeout 5s] [URL...]
 
 Declares a set of brand-new nodes new, so that they vote at once. A node
 whose process started less than the restart guard ago (by default the
@@ -44,6 +45,15 @@ every slot each serves (a Cluster keeps a marker per slot). A Sentinel-
 managed node (redis://sentinel:26379?master_name=M) is declared on its
 master of the moment.
 
+-lower-guard d declares nothing: it lowers the longest restart guard each
+node records (the longest TTL any Client used there, which only grows)
+to d, so that after a Client once used a long TTL a restart waits d, not
+that TTL. A node refuses while it does not vote, or while any key under
+-prefix lives longer than d (a lease it granted may need the longer
+guard): try again when that key has gone. A running Client carries the
+longest guard it has heard of until it is made again. Not on a Redis
+Cluster member.
+
 Never do these to a node that serves locks: the guard cannot see them
 (docs/restart-guard.md, "What an operator must never do"):
   - delete the library's keys by hand (DEL, UNLINK, RENAME under -prefix);
@@ -74,7 +84,8 @@ Flags:
 // initConfig is init's config.
 type initConfig struct {
 	nodeOptions
-	force bool // declare each node on its own (node.Declare)
+	force bool          // declare each node on its own (node.Declare)
+	lower time.Duration // -lower-guard: lower the nodes' longest guard to it instead
 }
 
 // parseInitFlags returns init's config, or false and the exit status
@@ -85,6 +96,7 @@ func parseInitFlags(args []string, stderr io.Writer) (initConfig, int, bool) {
 	f.nodeFlags(&cfg.nodeOptions, "key prefix of the locks the nodes will hold (the marker is PREFIXnode)")
 	f.timeoutFlag(5*time.Second, "how long each node may take: to accept connections (one still starting) and to answer (it scans the keys under -prefix)")
 	f.BoolVar(&cfg.force, "force", false, "declare each node that passes its own checks, whatever the others show: may break a live lock")
+	f.DurationVar(&cfg.lower, "lower-guard", 0, "declare nothing: lower the longest restart guard each node records to this, where no key outlives it")
 	// Flags may also follow the URLs: "redlock init URL... -prefix x:".
 	given, code, ok := f.parseAll(args)
 	if !ok {
@@ -106,6 +118,8 @@ func parseInitFlags(args []string, stderr io.Writer) (initConfig, int, bool) {
 		return cfg, f.bad("-prefix must not be empty"), false
 	case cfg.timeout <= 0:
 		return cfg, f.bad("-timeout must be positive, got %v", cfg.timeout), false
+	case cfg.lower < 0 || (cfg.lower > 0 && cfg.force):
+		return cfg, f.bad("-lower-guard must be positive, and not given with -force"), false
 	}
 	return cfg, exitOK, true
 }
@@ -123,6 +137,9 @@ func initNodes(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	defer ns.close()
+	if cfg.lower > 0 {
+		return ns.lowerGuard(cfg, stdout, stderr)
+	}
 	if cfg.force {
 		return ns.declareForced(cfg, stdout, stderr)
 	}
@@ -241,4 +258,35 @@ func refusal(err error) string {
 		return "refused: " + notNew.Error()
 	}
 	return "not declared: " + oneLine(err)
+}
+
+// lowerGuard is init -lower-guard: each node's record of the longest guard
+// lowered on its own (node.LowerGuard), where safe.
+func (ns *nodeSet) lowerGuard(cfg initConfig, stdout, stderr io.Writer) int {
+	from := make([]time.Duration, len(ns.clients))
+	index := make(map[redis.UniversalClient]int, len(ns.clients))
+	for i, client := range ns.clients {
+		index[client] = i
+	}
+	errs := ns.each(context.Background(), cfg.timeout, func(ctx context.Context, client redis.UniversalClient) error {
+		var err error
+		from[index[client]], err = node.LowerGuard(ctx, client, cfg.prefix, cfg.lower)
+		return err
+	})
+	failed := 0
+	for i, err := range errs {
+		switch {
+		case err != nil:
+			failed++
+			fmt.Fprintf(stderr, "redlock init: node %d (%s): guard not lowered: %s\n", i, ns.addrs[i], oneLine(err))
+		case from[i] > cfg.lower:
+			fmt.Fprintf(stdout, "node %d (%s): longest guard lowered from %v to %v\n", i, ns.addrs[i], from[i], cfg.lower)
+		default:
+			fmt.Fprintf(stdout, "node %d (%s): longest guard %v, not longer than %v: kept\n", i, ns.addrs[i], from[i], cfg.lower)
+		}
+	}
+	if failed > 0 {
+		return exitError
+	}
+	return exitOK
 }

@@ -250,3 +250,37 @@ func TestInit_clusterMembers(t *testing.T) {
 		t.Errorf("inspect: %d members vote, want 3, each with its slot's marker declared: %s", rep.Voting, inspect.stdout.String())
 	}
 }
+
+// TestInit_lowerGuard: after a Client used an hour's TTL, init -lower-guard
+// refuses while that lease lives (exit 125, naming the key) and lowers each
+// node's record once it has gone; a second run keeps the lower record.
+func TestInit_lowerGuard(t *testing.T) {
+	t.Parallel()
+	cluster := redlocktest.Start(t, 3)
+	env := nodesEnvFor(cluster.URLs())
+	client, err := redlock.New(cluster.Clients(t), redlock.WithTTL(time.Hour), redlock.WithWatchdog(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lease, err := client.Mutex("long").Lock(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, env, "init", "-lower-guard", "2s").expect(t, exitError, "guard not lowered", "{long}", "longer than 2s")
+	if err := lease.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lowered := runCLI(t, env, "init", "-lower-guard", "2s")
+	lowered.expect(t, exitOK)
+	if got := strings.Count(lowered.stdout.String(), "lowered from 1h0m0s to 2s"); got != 3 {
+		t.Errorf("init -lower-guard lowered %d nodes, want 3: %s", got, lowered.stdout.String())
+	}
+	kept := runCLI(t, env, "init", "-lower-guard", "2s")
+	kept.expect(t, exitOK)
+	if got := strings.Count(kept.stdout.String(), "longest guard 2s, not longer than 2s: kept"); got != 3 {
+		t.Errorf("a second -lower-guard: %s; want each node's record kept at 2s", kept.stdout.String())
+	}
+}
