@@ -50,21 +50,15 @@ func markerOf(t *testing.T, cluster *redlocktest.Nodes, i int) string {
 	return value
 }
 
-// infoField is a field of the node's INFO section (its own helper: the
-// guard's tests keep theirs).
+// infoField is a field of the node's INFO section; the test fails
+// when it is absent.
 func infoField(t *testing.T, admin *redis.Client, section, field string) string {
 	t.Helper()
-	info, err := admin.Info(context.Background(), section).Result()
-	if err != nil {
-		t.Fatal(err)
+	value, ok := infoValue(t, admin, section, field)
+	if !ok {
+		t.Fatalf("no %s in INFO %s", field, section)
 	}
-	for _, line := range strings.Split(info, "\n") {
-		if value, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			return value
-		}
-	}
-	t.Fatalf("no %s in INFO %s: %q", field, section, info)
-	return ""
+	return value
 }
 
 // refusedBy checks that err is a *node.SetRefused that declared nothing

@@ -91,16 +91,15 @@ func g2Refused(t *testing.T, n *node.Node, keys node.Keys, leaseEnd time.Time, w
 	return q
 }
 
-// g2Within fails the test unless at is within slack of want.
-func g2Within(t *testing.T, what string, at, want time.Time, slack time.Duration) {
-	t.Helper()
-	if d := at.Sub(want); d < -slack || d > slack {
-		t.Fatalf("%s %v is %v from %v; want within %v", what, at, d.Round(time.Millisecond), want, slack)
-	}
-}
-
 // g2Info is a field of the node's INFO section ("" when absent).
 func g2Info(t *testing.T, admin *redis.Client, section, field string) string {
+	t.Helper()
+	value, _ := infoValue(t, admin, section, field)
+	return value
+}
+
+// infoValue is a field of the node's INFO section, and whether it is there.
+func infoValue(t *testing.T, admin *redis.Client, section, field string) (string, bool) {
 	t.Helper()
 	info, err := admin.Info(context.Background(), section).Result()
 	if err != nil {
@@ -108,10 +107,10 @@ func g2Info(t *testing.T, admin *redis.Client, section, field string) string {
 	}
 	for _, line := range strings.Split(info, "\n") {
 		if value, ok := strings.CutPrefix(strings.TrimSpace(line), field+":"); ok {
-			return value
+			return value, true
 		}
 	}
-	return ""
+	return "", false
 }
 
 // g2Dumped is one key of a key-level backup: DUMP's payload and its TTL

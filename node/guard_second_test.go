@@ -46,7 +46,7 @@ func TestGuard2_row1_aofSwitchedOffThenRestartedWaits(t *testing.T) {
 	}
 	q := g2Refused(t, n, keys, leaseEnd, node.WhyRestarted)
 	// Until is start + guard; the start is known to the second.
-	g2Within(t, "until", q.Until, restarted.Add(keys.Guard), 1100*time.Millisecond)
+	within(t, "until", q.Until, restarted.Add(keys.Guard), 1100*time.Millisecond)
 }
 
 // Row 2: a replica keeping an append-only file fsynced on every write
@@ -445,7 +445,7 @@ func TestGuard2_rowP_restoreAskingCountsAsASlotThatCame(t *testing.T) {
 	case !errors.As(err, &q) || q.Why != node.WhyCluster:
 		t.Fatalf("first Acquire on the slot migrated in = %+v, %v; want a *node.Quarantine (Why cluster)", got, err)
 	}
-	g2Within(t, "since", q.Since, asked, time.Second)
+	within(t, "since", q.Since, asked, time.Second)
 }
 
 // Row 7: a node restarts from its snapshot with its clock 120 s behind (a
@@ -477,7 +477,7 @@ func TestGuard2_row7_clockSteppedForwardAfterTheStart(t *testing.T) {
 	g2ClockAt(t, admin, 0)
 	asked := time.Now()
 	q := g2Refused(t, n, keys, leaseEnd, node.WhyRestarted)
-	g2Within(t, "since", q.Since, asked, time.Second)
+	within(t, "since", q.Since, asked, time.Second)
 }
 
 // Row 4 with the other application busy: it voted in db 1 within the
