@@ -313,7 +313,8 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 // Cluster shard it runs on.
 var probeScript = newLibScript("probe", true, `
 local value = KEYS[1] and ARGV[1] ~= 'route' and redis.call('GET', KEYS[1])
-node_longest = value and select(4, marker_head(value)) or 0
+local m = value and marker_read(value)
+node_longest = m and m.longest or 0
 return timed({})`, guardSource)
 
 // learn raises the longest guard seen on the set's nodes to longest.

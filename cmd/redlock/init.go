@@ -54,14 +54,18 @@ guard): try again when that key has gone. A running Client carries the
 longest guard it has heard of until it is made again. Not on a Redis
 Cluster member.
 
-Never do these to a node that serves locks: the guard cannot see them
-(docs/restart-guard.md, "What an operator must never do"):
+Never do these to a node that serves locks: the guard cannot see them, or
+not always (docs/restart-guard.md, "What an operator must never do"):
   - delete the library's keys by hand (DEL, UNLINK, RENAME under -prefix);
     use redlock unlock -force
   - reassign a Cluster slot without its data (CLUSTER SETSLOT NODE issued
     elsewhere, an edited nodes.conf)
   - step the node's clock forward, or boot it with its clock behind and
     correct it after Redis started
+  - run CONFIG RESETSTAT (it zeroes the counts the guard compares: deny
+    it to monitoring users, ACL -config|resetstat)
+  - MIGRATE lock keys off a node without COPY, or COPY or RENAME keys
+    onto the library's
   - run init as a step that re-runs on every start, or with -force on a
     set that served locks
 

@@ -39,8 +39,8 @@ if refusal then
   return refusal
 end
 if ARGV[3] == 'declare' then
-  local lost, evicted = f.losses()
+  local lost, evicted, commands = f.losses()
   marker_write(KEYS[1], { since = 0, why = 'declared', stamp = replid, longest = m.longest, voted = 0,
-    evicted = evicted, run = run, lost = lost })
+    evicted = evicted, run = run, lost = lost, commands = commands })
 end
 return {}

@@ -36,7 +36,7 @@ local refusal = not_loaded(false)
 if refusal then
   return refusal
 end
-local lost, evicted = f.losses()
+local lost, evicted, commands = f.losses()
 if ARGV[3] == 'declare' then
   -- Every marker read before any is written: a slot no longer here (the
   -- client's map was stale) fails the script with nothing written.
@@ -47,7 +47,7 @@ if ARGV[3] == 'declare' then
   end
   for i = 4, #ARGV do
     marker_write(ARGV[i], { since = 0, why = 'declared', stamp = replid, longest = longest[i] or 0, voted = 0,
-      evicted = evicted, run = run, lost = lost })
+      evicted = evicted, run = run, lost = lost, commands = commands })
   end
 end
 return { 'ok', replid, run or '0', tostring(evicted) }

@@ -19,8 +19,9 @@ local function count(stats, names)
 end
 
 -- The calls that drop or replace keys in a running process (before Redis 7
--- any CONFIG counts, as CONFIG RESETSTAT would hide them).
-local LOSSES = { 'flushall', 'flushdb', 'swapdb', 'debug', 'restore', 'config|resetstat', 'config' }
+-- any CONFIG counts, as CONFIG RESETSTAT would hide them; MOVE takes keys
+-- to another database).
+local LOSSES = { 'flushall', 'flushdb', 'swapdb', 'move', 'debug', 'restore', 'config|resetstat', 'config' }
 local PROMOTIONS = { 'replicaof', 'slaveof', 'failover', 'config|resetstat', 'config' }
 local SLOT_MOVES = { 'cluster|setslot', 'cluster|addslots', 'cluster|addslotsrange', 'cluster|delslots',
   'cluster|delslotsrange', 'cluster|failover', 'cluster|reset', 'cluster|replicate', 'restore', 'restore-asking' }
@@ -78,13 +79,15 @@ local function facts()
       or (continued and count(stats, { 'psync', 'sync' }) > 0)
   end
   -- f.losses: the calls since the start that dropped or replaced keys
-  -- (LOSSES), and the keys evicted; nil when INFO is refused.
+  -- (LOSSES), the keys evicted, and the commands processed (all three
+  -- set back by CONFIG RESETSTAT); nil when INFO is refused.
   function f.losses()
     local stats, others = info('commandstats'), info('stats')
     if stats == nil or others == nil then
       return nil
     end
-    return count(stats, LOSSES), int_field(others, 'evicted_keys') or 0
+    return count(stats, LOSSES), int_field(others, 'evicted_keys') or 0,
+      int_field(others, 'total_commands_processed') or 0
   end
   -- f.dropped: why keys may have gone since the start other than by
   -- expiry or a lock script; nil when none did.

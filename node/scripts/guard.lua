@@ -43,8 +43,8 @@ end
 
 -- moved: rules 4, 5, 6 and 10, a marker stamped on other data.
 local function moved(f, m, start, run, replid2, now)
-  if m.stamp == run or (m.run == run and replid2 == ZERO_ID) then
-    return m.since, m.why -- 4: this process stamped it; a first replica
+  if (m.stamp == run or (m.run == run and replid2 == ZERO_ID)) and not f.promoted(false) then
+    return m.since, m.why -- 4: this process stamped it, never a replica since
   elseif not start or f.promoted(replid2 ~= ZERO_ID) or f.cluster() then
     return math.max(m.since, now), start and 'failover' or 'unknown' -- 5
   elseif m.voted > start or m.since > start then
@@ -54,11 +54,12 @@ local function moved(f, m, start, run, replid2, now)
 end
 
 -- lost: rule 9, keys dropped or replaced since the marker counted them
--- (by this process), or since the start (a marker of another process).
-local function lost(m, run, losses, evicted, risks)
+-- (by this process: fewer commands than it counted is a CONFIG RESETSTAT
+-- since), or since the start (a marker of another process).
+local function lost(m, run, losses, evicted, commands, risks)
   local evicts = not accepts(risks, 'e')
   if m.run == run then
-    return m.lost ~= losses or (evicts and m.evicted ~= evicted)
+    return m.lost ~= losses or (evicts and m.evicted ~= evicted) or commands < (m.commands or 0)
   end
   return losses > 0 or (evicts and evicted > 0)
 end
@@ -90,7 +91,7 @@ local function judged(key, value, replication, guard_for, risks)
   end
   local now = node_now()
   local start, run = f.start()
-  local losses, evicted = f.losses()
+  local losses, evicted, commands = f.losses()
   if losses == nil and not accepts(risks, 'i') then
     return unguarded('noinfo') -- 7: commandstats or stats refused
   end
@@ -104,7 +105,7 @@ local function judged(key, value, replication, guard_for, risks)
       m.since = since
       since, why = moved(f, m, start, run, string.match(replication, '\nmaster_replid2:(%x+)'), now)
     end
-    if losses and lost(m, run, losses, evicted, risks) then
+    if losses and lost(m, run, losses, evicted, commands, risks) then
       since, why = math.max(since, now), 'flushed' -- 9
     end
   end
@@ -112,7 +113,7 @@ local function judged(key, value, replication, guard_for, risks)
   node_longest = longest
   local votes = since == 0 or now >= since + longest
   marker_write(key, { since = since, why = why, stamp = replid, longest = longest,
-    voted = votes and now or math.min(m.voted, now), evicted = evicted, run = run, lost = losses })
+    voted = votes and now or math.min(m.voted, now), evicted = evicted, run = run, lost = losses, commands = commands })
   return (not votes) and quarantine(since, longest, why) or nil
 end
 
@@ -132,10 +133,10 @@ local function guard(key, guard_arg)
   replication = type(replication) == 'string' and replication or nil
   -- 1, the hot path: a marker stamped on this data, on a primary, with
   -- times not ahead of the node's clock (10).
-  if value and replication and string.find(replication, '\nrole:master', 1, true) then
+  local replid = replication and string.match(replication, '^# Replication\r\nrole:master\r\n.-\nmaster_replid:(%x+)')
+  if value and replid then
     local since, why, stamp, longest, voted = marker_head(value)
-    if stamp == string.match(replication, '\nmaster_replid:(%x+)') and longest >= guard_for
-      and since <= node_now() then
+    if stamp == replid and longest >= guard_for and since <= node_now() then
       node_longest = longest
       if since > 0 and node_now() < since + longest then
         return quarantine(since, longest, why)

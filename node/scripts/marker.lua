@@ -1,6 +1,6 @@
 -- marker: the node's marker key (one per node; on a Redis Cluster node one
 -- per slot), its one reader and its one writer. It holds
--- "<since> <why> <stamp> <longest> <voted> <evicted> <run> <lost>":
+-- "<since> <why> <stamp> <longest> <voted> <evicted> <run> <lost> <commands>":
 --   since    node ms since which the node's data is complete (0: forever,
 --            as `redlock init` declares)
 --   why      the rule that set since (node/guard.go's Why constants)
@@ -11,25 +11,34 @@
 --   run      the run_id of the process that stamped it
 --   lost     the calls that drop or replace data (facts.lua f.losses) the
 --            stamping process had counted
+--   commands its total_commands_processed: CONFIG RESETSTAT sets it back
 -- Why each field: docs/restart-guard.md.
+
+-- number reads a decimal field; nil past 15 digits (not a time or count
+-- that string.format could write back).
+local function number(field)
+  return #field <= 15 and tonumber(field) or nil
+end
 
 -- marker_read returns the marker as a table, or nil when value is not a
 -- marker. Older versions' markers ("<ms> <why> <replid> <longest> <voted>
 -- <evicted> <run>", "<ms> <why> <run_id>", "0 <run_id>", "0") read with
 -- the fields they lack as 0, none.
 local function marker_read(value)
-  local since, why, stamp, longest, voted, evicted, run, lost =
-    string.match(value, '^(%d+) (%a+) (%x+) (%d+) (%d+) (%d+) (%x+) ?(%d*)$')
+  local since, why, stamp, longest, voted, evicted, run, lost, commands =
+    string.match(value, '^(%d+) (%a+) (%x+) (%d+) (%d+) (%d+) (%x+) ?(%d*) ?(%d*)$')
   if since then
-    return { since = tonumber(since), why = why, stamp = stamp, longest = tonumber(longest),
-      voted = tonumber(voted), evicted = tonumber(evicted), run = run, lost = tonumber(lost) or 0 }
+    local m = { since = number(since), why = why, stamp = stamp, longest = number(longest), voted = number(voted),
+      evicted = number(evicted), run = run, lost = number(lost ~= '' and lost or '0'),
+      commands = number(commands ~= '' and commands or '0') }
+    return m.since and m.longest and m.voted and m.evicted and m.lost and m.commands and m or nil
   end
   local first, second
   since, first, second = string.match(value, '^(%d+) ?(%w*) ?(%w*)$')
-  if not since then
+  if not since or not number(since) then
     return nil
   end
-  local m = { since = tonumber(since), why = first ~= '' and first or 'lost', stamp = second,
+  local m = { since = number(since), why = first ~= '' and first or 'lost', stamp = second,
     longest = 0, voted = 0, evicted = 0, lost = 0 }
   if #(first or '') == 40 then
     m.why, m.stamp = 'new', first
@@ -38,11 +47,13 @@ local function marker_read(value)
 end
 
 -- marker_head reads the fields the guard's hot path needs (since, why,
--- stamp, longest, voted: the head of every format marker_read reads
--- whole), as numbers where they are, without a table; nil when it cannot.
+-- stamp, longest, voted), without a table; nil when they are not there or
+-- not numbers marker_write could write. The rest is read (and a value this
+-- version would not write refused) by marker_read on the slow path, at the
+-- latest a second on: matching the whole value here costs every call.
 local function marker_head(value)
-  local since, why, stamp, longest, voted = string.match(value, '^(%d+) (%a+) (%x+) (%d+) (%d+)')
-  if since then
+  local since, why, stamp, longest, voted = string.match(value, '^(%d+) (%a+) (%x+) (%d+) (%d+) ')
+  if since and #since <= 15 and #longest <= 15 and #voted <= 15 then
     return tonumber(since), why, stamp, tonumber(longest), tonumber(voted)
   end
   return nil
@@ -51,7 +62,8 @@ end
 -- marker_write stamps m at key (not while probing: `redlock inspect`).
 local function marker_write(key, m)
   if not probing then
-    redis.call('SET', key, string.format('%d %s %s %d %d %d %s %d', m.since, m.why,
-      (m.stamp or '') ~= '' and m.stamp or '0', m.longest, m.voted, m.evicted or 0, m.run or '0', m.lost or 0))
+    redis.call('SET', key, string.format('%d %s %s %d %d %d %s %d %d', m.since, m.why,
+      (m.stamp or '') ~= '' and m.stamp or '0', m.longest, m.voted, m.evicted or 0, m.run or '0', m.lost or 0,
+      m.commands or 0))
   end
 end
