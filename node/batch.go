@@ -53,10 +53,7 @@ type pending struct {
 	check  ClockCheck
 	cmd    *redis.Cmd
 	done   chan struct{}
-	// also, when set, adds commands to the pipeline that carries the call
-	// and returns what to do with their replies once it is back.
-	also  func(redis.Pipeliner) func()
-	fcall bool // sent as FCALL: its answer says nothing of the script cache
+	fcall  bool // sent as FCALL: its answer says nothing of the script cache
 }
 
 // run sends the script call and waits for its reply or ctx; order (may be
@@ -64,13 +61,6 @@ type pending struct {
 // fails check comes back as a *ClockQuarantine.
 func (b *batcher) run(ctx context.Context, order *Order, script *luaScript, check ClockCheck, keys []string, args ...any) *redis.Cmd {
 	return b.submit(order, &pending{ctx: ctx, script: script, keys: keys, args: args, check: check})
-}
-
-// runAlso is run with also's commands in the call's pipeline: no round
-// trip or connection of their own (see pending.also).
-func (b *batcher) runAlso(ctx context.Context, script *luaScript, check ClockCheck, keys []string,
-	also func(redis.Pipeliner) func()) *redis.Cmd {
-	return b.submit(nil, &pending{ctx: ctx, script: script, keys: keys, check: check, also: also})
 }
 
 func (b *batcher) submit(order *Order, p *pending) *redis.Cmd {
@@ -192,7 +182,7 @@ func (b *batcher) runAlone(ctx context.Context, p *pending) *redis.Cmd {
 	b.mu.Lock()
 	loaded, asked := b.loaded[p.script], b.library == libLoaded || b.library == libRefused
 	b.mu.Unlock()
-	if loaded && asked && p.also == nil {
+	if loaded && asked {
 		return p.script.Run(ctx, b.client, p.keys, p.args...)
 	}
 	pipe := b.client.Pipeline()
@@ -201,9 +191,7 @@ func (b *batcher) runAlone(ctx context.Context, p *pending) *redis.Cmd {
 		pipe.ScriptLoad(ctx, p.script.source)
 	}
 	cmd := pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
-	after := alsoIn(pipe, p)
 	_, _ = pipe.Exec(ctx) // the call carries its own error
-	after()
 	learn()
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		cmd = b.client.Eval(ctx, p.script.source, p.keys, p.args...) // alone on the wire: nothing overtaken
@@ -215,16 +203,7 @@ func (b *batcher) runAlone(ctx context.Context, p *pending) *redis.Cmd {
 // library (alone on the wire, as runAlone's EVALSHA fallback).
 func (b *batcher) callFunction(ctx context.Context, p *pending) *redis.Cmd {
 	p.fcall = true
-	var cmd *redis.Cmd
-	if p.also == nil {
-		cmd = b.client.(functionCaller).FCall(ctx, p.script.fn, p.keys, p.args...)
-	} else {
-		pipe := b.client.Pipeline()
-		cmd = pipe.FCall(ctx, p.script.fn, p.keys, p.args...)
-		after := alsoIn(pipe, p)
-		_, _ = pipe.Exec(ctx) // the call carries its own error
-		after()
-	}
+	cmd := b.client.(functionCaller).FCall(ctx, p.script.fn, p.keys, p.args...)
 	if err := cmd.Err(); notRun(p, err) {
 		b.learnNotRun(p, err)
 		// EVALSHA, and EVAL when the script is not cached: alone on the
@@ -233,15 +212,6 @@ func (b *batcher) callFunction(ctx context.Context, p *pending) *redis.Cmd {
 		cmd = p.script.Run(ctx, b.client, p.keys, p.args...)
 	}
 	return cmd
-}
-
-// alsoIn adds p's also commands to pipe, and returns what to run once it
-// is back (nothing when p has none).
-func alsoIn(pipe redis.Pipeliner, p *pending) func() {
-	if p.also == nil {
-		return func() {}
-	}
-	return p.also(pipe)
 }
 
 // sendPipeline sends calls as one pipeline of EVALSHA, bounded by the
@@ -277,20 +247,15 @@ func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 		pipe.ScriptLoad(ctx, script.source)
 	}
 	cmds := make([]*redis.Cmd, len(batch))
-	afters := make([]func(), len(batch))
 	for i, p := range batch {
 		if p.fcall {
 			cmds[i] = pipe.FCall(ctx, p.script.fn, p.keys, p.args...)
 		} else {
 			cmds[i] = pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
 		}
-		afters[i] = alsoIn(pipe, p)
 	}
 	sent := time.Now()
 	_, _ = pipe.Exec(ctx) // each command carries its own error
-	for _, after := range afters {
-		after()
-	}
 	learn()
 	b.evalUncached(ctx, batch, cmds)
 	got := time.Now()

@@ -13,11 +13,11 @@ import (
 // Found by a review of the guard's second pass: each gave two owners
 // before its fix (docs/restart-guard.md, rules 4 and 9).
 
-// A1: CONFIG RESETSTAT (which monitoring runs periodically) makes the
-// counters the marker records go back: after the first one, the marker
-// records lost=1, and every later RESETSTAT brings the count back to 1 and
-// evicted_keys to 0. An eviction of a lock key between two RESETSTATs,
-// with no lock call in between, is never seen.
+// CONFIG RESETSTAT (which monitoring runs periodically) sets the counts
+// the marker records back: after one, the marker records lost=1, and every
+// later reset brings the count back to 1 and evicted_keys to 0. An
+// eviction between two resets, with no lock call between, is seen by the
+// command total going back.
 func TestGuardReview_resetstatDoesNotHideAnEviction(t *testing.T) {
 	for _, earlier := range []string{"resetstat", "flushdb-elsewhere"} {
 		t.Run(earlier, func(t *testing.T) {
@@ -63,10 +63,9 @@ func TestGuardReview_resetstatDoesNotHideAnEviction(t *testing.T) {
 	}
 }
 
-// A2: MOVE of every key of the lock db to another db (an operator's
-// consolidation): MOVE is not among the counted losses, the marker is gone
-// (rule 2: nothing dropped, since = start), and a node up longer than G
-// votes at once while a's key lives in the other db.
+// MOVE of every key of the lock's db to another (an operator's
+// consolidation) leaves no marker; counted as a drop, it dates the loss
+// now (rule 3), not at the start of a node up longer than G (rule 2).
 func TestGuardReview_moveOfEveryKeyCounts(t *testing.T) {
 	n, _, admin := g2Start(t)
 	ctx := context.Background()
@@ -82,11 +81,11 @@ func TestGuardReview_moveOfEveryKeyCounts(t *testing.T) {
 	g2Refused(t, n, keys, leaseEnd, node.WhyFlushed)
 }
 
-// A3: rule 4 trusts a marker this process stamped once replid2 is unset,
-// without asking whether the data came from elsewhere since: P's data is
-// replaced by a full resync from Q (a former replica of P that missed a's
-// grant and still holds P's marker), P is promoted back, and its backlog is
-// freed (repl-backlog-ttl shorter than the gap), clearing replid2.
+// Rule 4 keeps a marker this process stamped once replid2 is unset, but
+// not after the process was a replica: P's data is replaced by a full
+// resync from Q (a former replica of P that missed a's grant and holds P's
+// marker), P is promoted back, and its backlog is freed (repl-backlog-ttl
+// shorter than the gap), clearing replid2.
 func TestGuardReview_resyncFromAFormerReplicaIsNotAFirstReplica(t *testing.T) {
 	p, _, pAdmin := g2Start(t)
 	ctx := context.Background()
@@ -131,7 +130,7 @@ func TestGuardReview_resyncFromAFormerReplicaIsNotAFirstReplica(t *testing.T) {
 	g2Refused(t, p, keys, leaseEnd, node.WhyFailover, node.WhyFlushed, node.WhyRestarted)
 }
 
-// A1b: issue 40's row 3a (key-level backup restored after FLUSHALL),
+// A key-level backup restored after FLUSHALL (issue 40's row 3a),
 // followed by one CONFIG RESETSTAT (monitoring) before the next lock call,
 // on a node that had seen one RESETSTAT before the backup.
 func TestGuardReview_resetstatDoesNotHideARestore(t *testing.T) {

@@ -60,17 +60,8 @@ func (b *batcher) runScattered(ctx context.Context, p *pending) *redis.Cmd {
 	if !loaded {
 		b.loadEverywhere(ctx, []*luaScript{p.script})
 	}
-	var cmd *redis.Cmd
-	if p.also == nil {
-		// Not a pipeline: a Cluster client's costs it a goroutine per shard.
-		cmd = b.client.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
-	} else {
-		pipe := b.client.Pipeline()
-		cmd = pipe.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
-		after := alsoIn(pipe, p)
-		_, _ = pipe.Exec(ctx) // the call carries its own error
-		after()
-	}
+	// Not a pipeline: a Cluster client's costs it a goroutine per shard.
+	cmd := b.client.EvalSha(ctx, p.script.Hash(), p.keys, p.args...)
 	if err := cmd.Err(); notRun(p, err) {
 		b.learnNotRun(p, err)
 		cmd = b.client.Eval(ctx, p.script.source, p.keys, p.args...)
