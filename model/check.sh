@@ -157,6 +157,7 @@ run() {
 		*holding*|*VALID*) what="two valid leases at once" ;;
 		*writeLease*) what="a writer overlapped a reader" ;;
 		*releasedOn*) what="a released hold granted again" ;;
+		*released\&\&hold*) what="a released hold re-created" ;;
 		*) what="assertion violated" ;;
 		esac
 		result="ok: counterexample ($what)"; ok=true
@@ -314,6 +315,11 @@ check adopt-leaves-after-release adopt.pml pass -DLEAVES -DMAXCLOCK=2       smal
 check neg-adopt-leave-whole-call adopt.pml fail -DLEAVES -DLEAVECALL -DMAXCLOCK=2 small: -DMAXCLOCK=1
 check adopt-late-overtaking     adopt.pml pass -DLATE -DOVERTAKE -DMAXCLOCK=2 small: -DTRIES=1
 check neg-adopt-late-claims     adopt.pml fail -DLATE -DOVERTAKE -DNOSTALE -DMAXCLOCK=2 small: -DMAXCLOCK=1
+
+# A request that re-creates a hold, landing after its release (late.pml).
+check late-request              late.pml pass
+check neg-late-no-deadline      late.pml fail -DNODEADLINE
+check neg-late-short-tombstone  late.pml fail -DSHORTTOMB
 # The semaphore (semaphore.pml).
 check semaphore                 semaphore.pml pass                          small: -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1
 check semaphore-restart-after-ttl semaphore.pml pass -DCRASH -DMAXCLOCK=2   small: -DK=1 -DTTL=1 -DDRIFT=0 -DMAXCLOCK=1

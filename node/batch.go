@@ -362,7 +362,11 @@ func (b *batcher) judge(batch []*pending, sent, got time.Time) {
 		p.cmd.SetVal(reply)
 		b.learn(longest)
 		c := b.clockOf(p.ctx, p)
-		if !b.checkClock || c == nil {
+		if c == nil {
+			continue
+		}
+		if !b.checkClock {
+			c.note(sample{sent: sent, got: got, node: at}) // for the offset (deadlineArg)
 			continue
 		}
 		if verdict := c.observe(sample{sent: sent, got: got, node: at}, []ClockCheck{p.check})[0]; verdict != nil {

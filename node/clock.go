@@ -126,11 +126,31 @@ type clock struct {
 // before a newer one replaces it whatever its round trip: offsets drift.
 const bestSpan = 10 * time.Second
 
-// keepBest keeps s if its round trip is the shortest of the recent ones.
+// keepBest keeps s if its round trip is the shortest of the recent ones,
+// or if the two readings disagree by more than their round trips allow:
+// the node's clock was stepped, and only the newer one tells its offset.
 func (c *clock) keepBest(s sample) {
-	if c.best.got.IsZero() || s.got.Sub(s.sent) <= c.best.got.Sub(c.best.sent) || s.got.Sub(c.best.got) > bestSpan {
+	if c.best.got.IsZero() || s.got.Sub(s.sent) <= c.best.got.Sub(c.best.sent) || s.got.Sub(c.best.got) > bestSpan ||
+		!s.agrees(c.best) {
 		c.best = s
 	}
+}
+
+// agrees reports whether s and o can both be readings of one clock that
+// runs with ours: their offsets differ by less than half of each round
+// trip, plus clockResolution.
+func (s sample) agrees(o sample) bool {
+	offset := func(x sample) time.Duration { return x.node.Sub(x.sent.Add(x.got.Sub(x.sent) / 2)) }
+	gap := offset(s) - offset(o)
+	allowed := s.got.Sub(s.sent)/2 + o.got.Sub(o.sent)/2 + clockResolution
+	return gap <= allowed && -gap <= allowed
+}
+
+// note keeps s for the offset only: the node's rate is not checked.
+func (c *clock) note(s sample) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.keepBest(s)
 }
 
 // offset is the node's clock minus this process's wall clock, from the

@@ -13,7 +13,7 @@ func TestDecodeAcquired_rejectsWrongShapes(t *testing.T) {
 		{int64(1)},
 		{int64(1), int64(0)},
 		{int64(0)},
-		{int64(3)},
+		{int64(4)},
 		{int64(0), int64(-3), "abc"},
 		{int64(2), int64(1), int64(1)},
 		{"1", int64(1), int64(0)},
@@ -31,6 +31,12 @@ func TestDecodeAcquired_rejectsWrongShapes(t *testing.T) {
 	}
 	if got, err := decodeAcquired([]any{int64(2)}); err != nil || got.Granted || !got.Revoked {
 		t.Fatalf("revoked hold = %+v, %v", got, err)
+	}
+	if got, err := decodeAcquired([]any{int64(3)}); !errors.Is(err, ErrLate) || got.Granted || !Answered(err) {
+		t.Fatalf("late request = %+v, %v, want ErrLate, answered", got, err)
+	}
+	if _, err := decodeRenewed([]any{int64(1), int64(-3)}, 2); !errors.Is(err, ErrLate) {
+		t.Fatalf("late renewal = %v, want ErrLate", err)
 	}
 	good, err := decodeAcquired([]any{int64(0), int64(-1), "f00d"})
 	if err != nil || good.Granted || good.PTTL != -1 || good.Holder != "f00d" {

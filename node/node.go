@@ -167,7 +167,7 @@ type Acquired struct {
 func (n *Node) Acquire(ctx context.Context, order *Order, keys Keys, owner, hold string, ttl time.Duration) (Acquired, error) {
 	used := keys.withFence([]string{keys.Lock, keys.Gone, n.markerKey(keys)})
 	reply, err := n.calls.run(ctx, order, acquireScript, keys.Clock, used,
-		owner, hold, milliseconds(ttl), n.guardArg(keys)).Result()
+		owner, hold, milliseconds(ttl), n.guardArg(keys), n.deadlineArg(ctx, keys.Lock, ttl)).Result()
 	if err != nil {
 		return Acquired{}, conflicting(quarantined(err), used...)
 	}
@@ -180,6 +180,8 @@ func decodeAcquired(reply any) (Acquired, error) {
 	case 1:
 		if code, ok := items[0].(int64); ok && code == 2 {
 			return Acquired{Revoked: true}, nil
+		} else if ok && code == 3 {
+			return Acquired{}, ErrLate
 		}
 	case 2, 5:
 		// A grant: {1, holds}, or {1, holds, counter, seconds, micros}.
@@ -258,18 +260,24 @@ func (n *Node) Renew(ctx context.Context, batch []Renewal) ([]Renewed, error) {
 	args := make([]any, 0, 3*len(batch)+1)
 	guard := Keys{Risks: allRisks} // the longest guard, the risks every item accepts
 	var check ClockCheck
+	shortest := time.Duration(0) // the deadline's: the shortest TTL of the batch
 	for _, item := range batch {
 		keys = append(keys, item.Keys.Lock, item.Keys.Gone)
 		args = append(args, item.Owner, item.Hold, milliseconds(item.TTL))
+		if shortest == 0 || item.TTL < shortest {
+			shortest = item.TTL
+		}
 		guard.Guard, guard.Risks = max(guard.Guard, item.Keys.Guard), guard.Risks&item.Keys.Risks
 		check = check.strictest(item.Keys.Clock)
 	}
 	// Any marker of the node tells whether it lost its data: the first
 	// item's (a batch spans one slot on a Cluster node).
+	deadline := "0"
 	if len(batch) > 0 {
 		keys = append(keys, n.markerKey(batch[0].Keys))
+		deadline = n.deadlineArg(ctx, batch[0].Keys.Lock, shortest)
 	}
-	reply, err := n.run(ctx, renewScript, check, keys, append(args, n.guardArg(guard))...).Result()
+	reply, err := n.run(ctx, renewScript, check, keys, append(args, deadline, n.guardArg(guard))...).Result()
 	if err != nil {
 		return nil, quarantined(err)
 	}
@@ -284,6 +292,11 @@ func decodeRenewed(reply any, items int) ([]Renewed, error) {
 	}
 	results := make([]Renewed, len(ints))
 	for i, code := range ints {
+		if code == -3 {
+			// Late (nothing re-created): the client gave up on this
+			// answer, so the batch counts as not answered in time.
+			return nil, ErrLate
+		}
 		if code < int64(NotALock) || code > int64(Refreshed) {
 			return nil, fmt.Errorf("%w to renew: %v", ErrBadReply, reply)
 		}
@@ -327,5 +340,6 @@ func Answered(err error) bool {
 	if clockQuarantined(err) {
 		return false
 	}
-	return err == nil || errors.Is(err, ErrBadReply) || errors.Is(err, ErrQuarantined) || errors.Is(err, ErrKeyConflict) || isRedisError(err)
+	return err == nil || errors.Is(err, ErrBadReply) || errors.Is(err, ErrQuarantined) || errors.Is(err, ErrKeyConflict) ||
+		errors.Is(err, ErrLate) || isRedisError(err)
 }

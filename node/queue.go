@@ -81,7 +81,7 @@ func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner
 	args := append([]any{owner, hold, milliseconds(ttl)}, w.args()...)
 	used := keys.withFence(n.handing(keys))
 	reply, err := n.calls.run(ctx, order, acquireQueuedScript, keys.Clock, used,
-		append(args, milliseconds(window), n.guardArg(keys), w.span())...).Result()
+		append(args, milliseconds(window), n.guardArg(keys), w.span(), n.deadlineArg(ctx, keys.Lock, ttl))...).Result()
 	if err != nil {
 		return Acquired{}, conflicting(quarantined(err), used...)
 	}

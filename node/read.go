@@ -31,7 +31,7 @@ func (n *Node) AcquireRead(ctx context.Context, order *Order, keys Keys, hold st
 	}
 	used := append(keys.queued(), n.markerKey(keys))
 	reply, err := n.calls.run(ctx, order, acquireReadScript, keys.Clock, used,
-		Readers, hold, milliseconds(ttl), reentry, n.guardArg(keys)).Result()
+		Readers, hold, milliseconds(ttl), reentry, n.guardArg(keys), n.deadlineArg(ctx, keys.Lock, ttl)).Result()
 	if err != nil {
 		return Acquired{}, conflicting(quarantined(err), used...)
 	}

@@ -162,7 +162,15 @@ func (b *batcher) clockOf(ctx context.Context, p *pending) *clock {
 	if len(p.keys) == 0 {
 		return nil
 	}
-	shard, err := b.shards.shardOf(ctx, p.keys[0])
+	return b.clockFor(ctx, p.keys[0])
+}
+
+// clockFor is the clock of the node, or of the shard serving key.
+func (b *batcher) clockFor(ctx context.Context, key string) *clock {
+	if b.shards == nil {
+		return &b.clock
+	}
+	shard, err := b.shards.shardOf(ctx, key)
 	if err != nil {
 		return nil
 	}

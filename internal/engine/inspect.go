@@ -161,7 +161,9 @@ func (c *Client) ForceUnlock(ctx context.Context, name string) error {
 	}
 	defer c.runtime.End()
 	keys, notice := m.target.Keys.Node(), reentrant.NewID()
-	tombstone := time.Duration(c.longest.Load())
+	// Until every request of the old holder's still on its way is past
+	// its deadline (node.Tombstone).
+	tombstone := node.Tombstone(time.Duration(c.longest.Load()), m.target.Settings.NodeTimeout)
 	forced := make([]node.Forced, len(c.runtime.Nodes))
 	errs := make([]error, len(c.runtime.Nodes))
 	m.eachNode(ctx, errs, func(ctx context.Context, i int, n *node.Node) (err error) {

@@ -248,9 +248,17 @@ func (l *Lease) NoteGrant(granted quorum.Tally[node.Acquired]) {
 // release; one that was sent reached the node.
 func (l *Lease) Called(i int, err error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.unsure[i] = l.unsure[i] || node.Unknown(err)
+	unknown := node.Unknown(err)
+	l.unsure[i] = l.unsure[i] || unknown
 	l.unreached[i] = l.unreached[i] && errors.Is(err, node.ErrNotSent)
+	released := l.released
+	l.mu.Unlock()
+	if released && unknown {
+		// The release went out while the renewal was in flight, with no
+		// tombstone to refuse it if it lands later: release once more
+		// (not on the caller's goroutine: the watchdog's).
+		l.Target.Runtime.Background.Go(func() { l.Target.ReleaseNode(context.Background(), i, l.owner, l.Hold, true, always) })
+	}
 }
 
 // LateAcquire receives the answers of acquire calls that arrived after

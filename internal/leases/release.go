@@ -71,7 +71,7 @@ func (t *Target) leaveAfterRelease(ctx context.Context, i int, owner, hold strin
 func (t *Target) dropHold(ctx context.Context, i int, owner, hold string, uncertain bool) (released node.Released, named string, err error) {
 	var tombstone time.Duration
 	if uncertain {
-		tombstone = t.Settings.TTL
+		tombstone = node.Tombstone(t.Settings.TTL, t.Settings.NodeTimeout)
 	}
 	return t.Queue.Release(ctx, i, owner, hold, tombstone)
 }

@@ -12,6 +12,8 @@
 -- ARGV[3]  ttl in milliseconds
 -- ARGV[4]  restart guard in milliseconds (see guard.lua; "0": off)
 -- KEYS[4]  optional: the fencing counter; given, a grant answers it too
+-- ARGV[5]  the request's deadline, node time in ms ("0": none; see
+--          too_late in call.lua)
 --
 -- Reply (then the node's seconds and microseconds: timed in guard.lua):
 --        {1, holds}          granted; holds = this owner's hold count
@@ -24,11 +26,16 @@
 --                            fingerprint of the owner (not the id itself,
 --                            which would let the reader release the lock)
 --        {2}                 this hold was released already: not granted
+--        {3}                 the request arrived after its deadline:
+--                            nothing changed
 -- Errors: WRONGTYPE when KEYS[1] is not a hash or KEYS[4] not a string; "not a lock" when it is a
 --         hash without an owner; QUARANTINED (see guard.lua).
 local refused = guard(KEYS[3], ARGV[4])
 if refused then
   return refused
+end
+if too_late(ARGV[5]) then
+  return timed({3})
 end
 local counter = fence_at(KEYS[4])
 local holder = redis.call('HGET', KEYS[1], 'owner')

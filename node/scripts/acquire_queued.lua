@@ -21,12 +21,14 @@
 -- ARGV[10] how long a lock handed to this waiter is kept at most, in
 --          milliseconds (its span: see queue.lua)
 -- KEYS[7]  optional: the fencing counter (as KEYS[4] of acquire.lua)
+-- ARGV[11] the request's deadline (as ARGV[5] of acquire.lua)
 --
 -- Reply (then the node's seconds and microseconds: timed in guard.lua):
 --        {1, holds}         granted (as acquire.lua); a claimed handoff is 1
 --        {1, holds, counter, seconds, microseconds}
 --                           granted, KEYS[7] given (as acquire.lua)
 --        {2}                this hold was released already (as acquire.lua)
+--        {3}                arrived after its deadline (as acquire.lua)
 --        {0, pttl, who}     refused: another owner holds it (pttl >= -1,
 --                           who = its fingerprint), or it was free but
 --                           another waiter heads the queue and now has it
@@ -36,6 +38,9 @@
 local refused = guard(KEYS[6], ARGV[9])
 if refused then
   return refused
+end
+if too_late(ARGV[11]) then
+  return timed({3})
 end
 local counter = fence_at(KEYS[7])
 local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5], marker = KEYS[6], guard_ms = ARGV[9]}

@@ -21,6 +21,7 @@
 -- ARGV[3]  ttl in milliseconds
 -- ARGV[4]  "1": re-entering (a read hold inside a read hold); "0": not
 -- ARGV[5]  restart guard in milliseconds (see guard.lua; "0": off)
+-- ARGV[6]  the request's deadline (as ARGV[5] of acquire.lua)
 --
 -- Reply (then the node's seconds and microseconds: timed in guard.lua):
 --        {1, holds}        granted; holds = the read holds on this node
@@ -28,10 +29,14 @@
 --                          pttl >= -1 and who = its fingerprint; or a
 --                          writer waits: pttl = -2, who = that writer's
 --        {2}               this hold was released already: not granted
+--        {3}               arrived after its deadline (as acquire.lua)
 -- Errors: WRONGTYPE, "not a lock", QUARANTINED (as acquire.lua).
 local refused = guard(KEYS[6], ARGV[5])
 if refused then
   return refused
+end
+if too_late(ARGV[6]) then
+  return timed({3})
 end
 local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5]}
 local readers, hold, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])

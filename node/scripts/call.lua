@@ -28,6 +28,15 @@ local function node_now()
   return node_ms
 end
 
+-- too_late: a request's deadline (node time in ms; "0": none) has passed.
+-- The client gave up on its answer by then, and a release may have come
+-- before it: a late request must not take or re-create a hold (the
+-- tombstone of a release outlives no deadline: see queue.go).
+local function too_late(deadline)
+  local at = tonumber(deadline)
+  return at ~= nil and at > 0 and node_now() > at
+end
+
 -- timed appends the node's TIME (seconds, microseconds) to a voting
 -- script's reply, for the client's clock check (node/clock.go), and the
 -- longest guard (ms, 0 unknown). Error replies do not go through it.

@@ -1,7 +1,9 @@
 -- renew: extend several holds at once (one call per node per batch). A hold
 -- missing on this node (restarted empty) is re-created when the lock is free
 -- here or already this owner's, so renewal also repairs; but not a hold that
--- was released here already (a renewal that arrives late).
+-- was released here already (a renewal that arrives late): a release whose
+-- renewals' fate was unknown leaves a tombstone, and a renewal that lands
+-- after its deadline, when the tombstone may be gone, re-creates nothing.
 --
 -- KEYS[2i-1]     lock hash of item i (see acquire.lua)
 -- KEYS[2i]       released holds of item i's lock (see release.lua)
@@ -10,6 +12,7 @@
 -- ARGV[3i]       ttl in milliseconds of item i
 -- KEYS[#KEYS]    the node's marker, ARGV[#ARGV] restart guard in ms (see
 --                guard.lua)
+-- ARGV[#ARGV-1]  the batch's deadline (as ARGV[5] of acquire.lua)
 --
 -- Reply (then the node's seconds and microseconds: timed in guard.lua):
 -- one integer per item:
@@ -17,12 +20,15 @@
 --         0  another owner holds the lock here
 --        -1  the hold was released here (see release.lua, force.lua)
 --        -2  the key is a hash that is not a lock
+--        -3  the hold is missing and the batch arrived after its deadline:
+--            not re-created
 -- Errors: WRONGTYPE when a key is not a hash (the whole batch fails);
 --         QUARANTINED (see guard.lua): the holds are renewed or re-created
 --         all the same (the node keeps them from other owners once it
 --         votes again), but the node's answer must not count.
 local quarantined = guard(KEYS[#KEYS], ARGV[#ARGV])
 local replies = {}
+local late = too_late(ARGV[#ARGV - 1])
 for i = 1, (#KEYS - 1) / 2 do
   local key, gone, owner, hold = KEYS[2 * i - 1], KEYS[2 * i], ARGV[3 * i - 2], ARGV[3 * i - 1]
   local ttl = tonumber(ARGV[3 * i])
@@ -34,6 +40,8 @@ for i = 1, (#KEYS - 1) / 2 do
     replies[i] = -1
   elseif holder ~= false and holder ~= owner then
     replies[i] = 0
+  elseif held == false and late then
+    replies[i] = -3
   else
     local named = held == false and redis.call('HGET', key, 'handed')
     if named and handed_rule(named, hold) == 'claim' then
