@@ -265,16 +265,32 @@ func TestHandoff_reentryIntoAnAdoptedLease(t *testing.T) {
 }
 
 // ForceUnlock removes a lease taken from the notices like any other: it
-// is lost at its next renewal, and the lock is free at once.
+// is lost at its next renewal. A key still handed (not claimed by a
+// renewal yet) is free only once the handing would have lapsed: another
+// waiter may still take its lease from notices on their way, valid until
+// then. Nobody holds the lock meanwhile.
 func TestHandoff_forceUnlockRevokesAnAdoptedLease(t *testing.T) {
 	cluster := redlocktest.Start(t, 3)
 	const span = 900 * time.Millisecond
 	lease, _, _ := adoption(t, cluster, "forced-adopted", redlock.WithQueueTimeout(span))
 	op := newClient(t, cluster)
+	handed := handedTo(t, cluster, "forced-adopted", lease.Owner())
 	if err := op.ForceUnlock(testContext(t), "forced-adopted"); err != nil {
 		t.Fatal(err)
 	}
-	mustUnlock(t, mustLockNow(t, testContext(t), op.Mutex("forced-adopted")))
+	began := time.Now()
+	next := mustLock(t, testContext(t), op.Mutex("forced-adopted"))
+	if waited := time.Since(began); waited > span+200*time.Millisecond {
+		t.Fatalf("Lock after ForceUnlock waited %v, want at most the span %v (handed on %d nodes)", waited, span, handed)
+	}
+	select {
+	case <-lease.Done():
+	default:
+		if now := time.Now(); now.Before(lease.Until()) {
+			t.Fatalf("granted while the adopted lease is valid for %v more (handed on %d nodes)", lease.Until().Sub(now), handed)
+		}
+	}
+	mustUnlock(t, next)
 	select {
 	case <-lease.Done():
 	case <-time.After(2 * span):

@@ -32,7 +32,10 @@ func (c *Client) Inspect(ctx context.Context, name string) (LockInfo, error) {
 // lock to a waiter, if any, as a release does. The old holder is not told:
 // its lease ends (ErrLost) at its first renewal that starts after
 // ForceUnlock at the latest; until then only fencing tokens protect the
-// resource. It returns nil when every node answered, an error matching
+// resource. A lock handed to a waiter that has not claimed it yet goes to
+// no one until that handing would have lapsed (at most the shorter of the
+// TTL and the queue timeout): the waiter may still take its lease from
+// notices on their way. It returns nil when every node answered, an error matching
 // ErrNoQuorum when fewer than a quorum did (the holds on the others expire
 // at their TTL), and otherwise the failing nodes' *NodeError.
 // See docs/features.md, "ForceUnlock: what the old holder sees".

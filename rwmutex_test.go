@@ -351,6 +351,9 @@ func TestRWMutex_badInput(t *testing.T) {
 	if _, err := c.Mutex("x").TryLock(posing); !errors.Is(err, redlock.ErrConfig) {
 		t.Fatalf("Mutex.TryLock as the readers' owner: %v, want ErrConfig", err)
 	}
+	if _, err := c.Mutex("x").TryLock(redlock.WithOwner(ctx, node.ForcedOwner)); !errors.Is(err, redlock.ErrConfig) {
+		t.Fatalf("Mutex.TryLock as the owner of a handing ForceUnlock ended: %v, want ErrConfig", err)
+	}
 	mustUnlock(t, read)
 	if err := read.Unlock(ctx); !errors.Is(err, redlock.ErrReleased) {
 		t.Fatalf("a second Unlock: %v, want ErrReleased", err)

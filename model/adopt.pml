@@ -108,6 +108,21 @@
  *               a key handed to it (the rule before adoption), so the
  *               late request of attempt 1 claims the key handed for
  *               attempt 2, and the undo of attempt 1 drops it.
+ * Configuration FORCE: an operator's ForceUnlock (force.lua) reaches each
+ * node at a moment of its own, in any order: a key handed to the waiter
+ * (not claimed) goes to the forced owner 4 with its expiry kept, and to no
+ * one else before it lapses (the waiter may still adopt from notices
+ * already published, and nothing tells it the handing ended); any other
+ * live key is removed and the node hands it on as a release would (FREE).
+ * The property then leaves out a lease one of whose keys the force
+ * removed: that holder may overlap a later lease until its first renewal
+ * (docs/features.md, "ForceUnlock: what the old holder sees"); its own
+ * Lock may even return after the force, its replies late. A lease taken
+ * from the notices is always counted: the force must leave nothing that
+ * such a lease can overlap. Negative variant FORCEFREES: a
+ * handed key is removed and handed on like the others; the waiter adopts
+ * from the notices of the handing the force ended, and the newcomer takes
+ * the nodes the force freed.
  * Configuration OVERTAKE (with LATE): a late request may run after the
  * waiter's next request to that node (calls to one node need not run in
  * the order sent: a call cut at its deadline may still arrive after the
@@ -155,7 +170,20 @@ byte late[N];       /* the waiter's requests still on their way (bit a) */
 bool holding[4];
 byte until[4];
 
-#define VALID(c) (holding[c] && clock < until[c])
+/* FORCE: the nodes the force reached; the clients one of whose keys it
+ * removed; whether the waiter's lease was taken from the notices. A
+ * client whose key the force removed counts only for a lease taken from
+ * the notices (see the top) */
+#ifdef FORCE
+bool done[N];
+bool hit[4];
+bool adopted;
+#define COUNTED(c) (!hit[c] || (c == 2 && adopted))
+#else
+#define COUNTED(c) true
+#endif
+
+#define VALID(c) (holding[c] && clock < until[c] && COUNTED(c))
 active proctype Monitor() {
 	atomic {
 		(VALID(1) && VALID(2)) || (VALID(1) && VALID(3)) || (VALID(2) && VALID(3)) ->
@@ -200,6 +228,39 @@ proctype Holder() {
 	RELEASE(1);
 	RELEASE(2)
 }
+
+#ifdef FORCE
+#define ADOPTS adopted = true
+#else
+#define ADOPTS skip
+#endif
+
+/* force.lua on node i (FORCE): a key handed to the waiter stays, held by
+ * the forced owner 4 until its expiry (FORCEFREES: removed and handed on
+ * like any other); any other live key is removed and handed on (FREE) */
+#ifdef FORCE
+#ifdef FORCEFREES
+#define KEEPS(i) false
+#else
+#define KEEPS(i) (owner[i] == 2 && handed[i] != 0)
+#endif
+#define FORCED(i) d_step { done[i] = true; \
+	if \
+	:: LIVE(i) && KEEPS(i) -> owner[i] = 4; handed[i] = 0; holds[i] = 0 \
+	:: LIVE(i) && !KEEPS(i) && owner[i] != 4 -> hit[owner[i]] = true; FREE(i) \
+	:: else -> skip \
+	fi }
+/* the operator: ForceUnlock reaches each node once, at a moment of its
+ * own, in any order */
+proctype Operator() {
+	do
+	:: !done[0] -> FORCED(0)
+	:: !done[1] -> FORCED(1)
+	:: !done[2] -> FORCED(2)
+	:: done[0] && done[1] && done[2] -> break
+	od
+}
+#endif
 
 /* acquire.lua on node i for the newcomer: a free (or expired) node
  * grants; s: the node its request to which is lost (3: none) */
@@ -452,7 +513,7 @@ proctype Waiter() {
 	/* adopted: notices naming the failed attempt a from a quorum of nodes
 	 * that refused it */
 	:: d_step { !trying && a > 0 && COUNT(0) + COUNT(1) + COUNT(2) >= Q && clock < ADOPTED ->
-		holding[2] = true; until[2] = ADOPTED; DONE };
+		holding[2] = true; until[2] = ADOPTED; ADOPTS; DONE };
 		break
 	od
 }
@@ -462,6 +523,9 @@ init {
 		owner[0] = 1; owner[1] = 1; owner[2] = 1;
 		expiry[0] = TTL; expiry[1] = TTL; expiry[2] = TTL;
 		holding[1] = true; until[1] = TTL - DRIFT;
-		run Holder(); run Waiter(); run Newcomer(); run Network()
+		run Holder(); run Waiter(); run Newcomer(); run Network();
+#ifdef FORCE
+		run Operator()
+#endif
 	}
 }

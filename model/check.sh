@@ -204,7 +204,9 @@ report() {
 # fencing-clock-ahead; BEHIND's negative runs small). cluster.pml: ONE,
 # one shard (either) restarts or fails over instead of each; TTL=1
 # DRIFT=0 MAXCLOCK=1 as guard.pml's; cluster-restart-failover is left to
-# the full tier (its faults are checked small one at a time).
+# the full tier (its faults are checked small one at a time). adopt.pml
+# with FORCE: MAXCLOCK=0, no tick (a force, an adoption and a newcomer's
+# round need none).
 
 # Fencing tokens (fencing.pml).
 check fencing                   fencing.pml pass                            small: -DMAXCLOCK=0
@@ -315,6 +317,8 @@ check adopt-leaves-after-release adopt.pml pass -DLEAVES -DMAXCLOCK=2       smal
 check neg-adopt-leave-whole-call adopt.pml fail -DLEAVES -DLEAVECALL -DMAXCLOCK=2 small: -DMAXCLOCK=1
 check adopt-late-overtaking     adopt.pml pass -DLATE -DOVERTAKE -DMAXCLOCK=2 small: -DTRIES=1
 check neg-adopt-late-claims     adopt.pml fail -DLATE -DOVERTAKE -DNOSTALE -DMAXCLOCK=2 small: -DMAXCLOCK=1
+check adopt-force-during-handing adopt.pml pass -DFORCE -DTRIES=1          small: -DMAXCLOCK=0
+check neg-adopt-force-frees-handing adopt.pml fail -DFORCE -DFORCEFREES -DTRIES=1 small: -DMAXCLOCK=0
 
 # A request that re-creates a hold, landing after its release (late.pml).
 check late-request              late.pml pass

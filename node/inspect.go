@@ -67,11 +67,13 @@ type Forced struct {
 // id notice (not on a node the restart guard keeps from voting: see
 // Release). A lock handed to a waiter naming a hold counts as that hold
 // (the waiter may hold its lease from the notices); one handed by an older
-// client, naming none, is left to the waiter.
+// client, naming none, is left to the waiter. A handing so ended goes to
+// no one: the key is kept under ForcedOwner until it would have lapsed,
+// since the waiter may still take its lease from notices on their way.
 func (n *Node) ForceRelease(ctx context.Context, keys Keys, tombstone, window time.Duration, notice string) (Forced, error) {
 	used := append(keys.queued(), keys.Fence, n.markerKey(keys))
 	reply, err := n.run(ctx, forceScript, ClockCheck{}, used,
-		tombstoneMilliseconds(tombstone), milliseconds(window), notice, n.guardArg(keys)).Result()
+		tombstoneMilliseconds(tombstone), milliseconds(window), notice, n.guardArg(keys), ForcedOwner).Result()
 	if err != nil {
 		return Forced{}, conflicting(err, used...)
 	}

@@ -19,6 +19,12 @@ var (
 // (reentrant.NewID), and the library refuses it as an explicit owner.
 const Readers = "redlock:readers"
 
+// ForcedOwner holds, on a node, a lock whose handing to a waiter a
+// ForceUnlock ended, until the handing would have lapsed (see
+// scripts/force.lua): no one can claim, renew or release it. Like Readers,
+// it cannot be an owner id, and the library refuses it as an explicit owner.
+const ForcedOwner = "redlock:forced"
+
 // AcquireRead takes a read hold of a read-write lock on this node: granted
 // while no writer holds the lock here and, unless nested (a read hold
 // inside a read hold of the same caller), no writer waits in the queue. A

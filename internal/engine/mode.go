@@ -156,6 +156,8 @@ func (w waiters) owner(ctx context.Context) (string, bool, error) {
 		return "", false, fmt.Errorf("%w: empty owner in context", core.ErrConfig)
 	case explicit && owner == node.Readers:
 		return "", false, fmt.Errorf("%w: the owner %q is kept for the read holds of an RWMutex", core.ErrConfig, owner)
+	case explicit && owner == node.ForcedOwner:
+		return "", false, fmt.Errorf("%w: the owner %q is kept for a handing that ForceUnlock ended", core.ErrConfig, owner)
 	case !explicit:
 		return reentrant.NewID(), true, nil
 	}

@@ -6,6 +6,12 @@
 -- that hold (the waiter may hold the lease from the notices); one handed
 -- by an older client (no hold named) is left to that waiter.
 --
+-- A handing ends, but the key is not freed before it would have lapsed:
+-- the waiter may still take its lease from notices on their way (queue.lua),
+-- valid until then, and nothing can reach it to say the handing ended. So
+-- the key stays, held by the forced owner (ARGV[5], which no client's
+-- owner can be), with its expiry, and goes to no one; then it is free.
+--
 -- KEYS[1]  lock, KEYS[2] released holds, KEYS[3] queue, KEYS[4] alive,
 --          KEYS[5] wake (see queue.lua and release.lua)
 -- KEYS[6]  fence counter (see fence.lua)
@@ -16,6 +22,7 @@
 --          lock's remaining time here is used
 -- ARGV[2]  handoff window in milliseconds (see hand in queue.lua)
 -- ARGV[3]  the notice's id
+-- ARGV[5]  the forced owner (node.ForcedOwner)
 --
 -- Reply:  {removed, who, fence}
 --   removed  how many holds were removed (0: free, or only handed)
@@ -25,7 +32,7 @@
 local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5], marker = KEYS[7], guard_ms = ARGV[4]}
 local fence = redis.call('GET', KEYS[6]) or '0'
 local fields = redis.call('HGETALL', q.lock)
-local owner, holds = nil, {}
+local owner, holds, handing = nil, {}, false
 for i = 1, #fields, 2 do
   local field = fields[i]
   if field == 'owner' then
@@ -36,6 +43,7 @@ for i = 1, #fields, 2 do
     -- Handed naming a hold: the waiter may have taken its lease from the
     -- notices, with that hold. Removed as one.
     holds[#holds + 1] = fields[i + 1]
+    handing = true
   end
 end
 if #fields > 0 and owner == nil then
@@ -51,5 +59,11 @@ for _, hold in ipairs(holds) do
   redis.call('ZADD', KEYS[2], now + life, hold)
 end
 lengthen(KEYS[2], life)
+local left = redis.call('PTTL', q.lock)
 redis.call('DEL', q.lock)
+if handing then
+  redis.call('HSET', q.lock, 'owner', ARGV[5])
+  redis.call('PEXPIRE', q.lock, left > 0 and left or life)
+  return {#holds, '', fence}
+end
 return {#holds, hand(q, tonumber(ARGV[2]), ARGV[3], nil), fence}
