@@ -77,7 +77,16 @@ func (q *Queue) waiter(ticket int64) node.Waiter {
 // queues owner with ticket (or refreshes its heartbeat). The call is one
 // of order's.
 func (q *Queue) Acquire(ctx context.Context, order *node.Order, i int, owner, hold string, ticket int64) (node.Acquired, error) {
-	return q.Nodes[i].AcquireQueued(ctx, order, q.Keys, owner, hold, q.TTL, q.waiter(ticket), q.Window())
+	return q.AcquireAs(ctx, order, i, owner, hold, ticket, false)
+}
+
+// AcquireAs is Acquire; when yields, the waiter takes no place in the
+// queue and leaves the one it had (see node.Waiter's Yields): its
+// attempts reach too few nodes to win.
+func (q *Queue) AcquireAs(ctx context.Context, order *node.Order, i int, owner, hold string, ticket int64, yields bool) (node.Acquired, error) {
+	w := q.waiter(ticket)
+	w.Yields = yields
+	return q.Nodes[i].AcquireQueued(ctx, order, q.Keys, owner, hold, q.TTL, w, q.Window())
 }
 
 // Release drops hold on node i; when it was the last, the lock goes to the

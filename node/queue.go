@@ -42,6 +42,10 @@ type Waiter struct {
 	// lease taken from the notices counts from the start of the call that
 	// queued it, for Span (see Notice). Zero: until the heartbeat deadline.
 	Span time.Duration
+	// Yields: the waiter's attempts reach too few nodes to win, so it
+	// takes no place in the queue, and leaves the one it had: a place it
+	// cannot use would only hold up the waiters behind it.
+	Yields bool
 }
 
 func (w Waiter) args() []any {
@@ -80,8 +84,12 @@ func (n *Node) AcquireQueued(ctx context.Context, order *Order, keys Keys, owner
 	w Waiter, window time.Duration) (Acquired, error) {
 	args := append([]any{owner, hold, milliseconds(ttl)}, w.args()...)
 	used := keys.withFence(n.handing(keys))
+	yields := "0"
+	if w.Yields {
+		yields = "1"
+	}
 	reply, err := n.calls.run(ctx, order, acquireQueuedScript, keys.Clock, used,
-		append(args, milliseconds(window), n.guardArg(keys), w.span(), n.deadlineArg(ctx, keys.Lock, ttl))...).Result()
+		append(args, milliseconds(window), n.guardArg(keys), w.span(), n.deadlineArg(ctx, keys.Lock, ttl), yields)...).Result()
 	if err != nil {
 		return Acquired{}, conflicting(quarantined(err), used...)
 	}

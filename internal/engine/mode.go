@@ -80,9 +80,10 @@ func (w waiters) takeTicket(ctx context.Context, k *lockCall) {
 	k.ticket = c.tickets.Next(c.clock.Now(ctx, w.queue))
 }
 
-// undo: a waiter keeps its place in the queue on the nodes that granted.
+// undo: a waiter keeps its place in the queue on the nodes that granted,
+// unless it yields (see reach): then the lock goes on to the next waiter.
 func (w waiters) undo(ctx context.Context, i int, k *lockCall, hold string) error {
-	if !k.wait {
+	if !k.wait || k.reach.yields {
 		_, _, err := w.queue.Release(ctx, i, k.owner, hold, 0)
 		return err
 	}
@@ -224,7 +225,7 @@ func (p plainMode) acquire(ctx context.Context, order *node.Order, i int, k *loc
 	if !k.wait {
 		return p.m.client.runtime.Nodes[i].Acquire(ctx, order, p.m.target.Keys.Node(), k.owner, hold, p.m.target.Settings.TTL)
 	}
-	return p.queue.Acquire(ctx, order, i, k.owner, hold, k.ticket)
+	return p.queue.AcquireAs(ctx, order, i, k.owner, hold, k.ticket, k.reach.yields)
 }
 
 // pace: ask the lead node first only right after a split vote. After
@@ -262,7 +263,7 @@ func (f fairMode) enter(ctx context.Context, k *lockCall) error {
 }
 
 func (f fairMode) acquire(ctx context.Context, order *node.Order, i int, k *lockCall, hold string) (node.Acquired, error) {
-	return f.queue.Acquire(ctx, order, i, k.owner, hold, k.ticket)
+	return f.queue.AcquireAs(ctx, order, i, k.owner, hold, k.ticket, k.reach.yields)
 }
 
 // pace: each attempt is also the waiter's heartbeat in the queue. A node

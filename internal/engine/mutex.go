@@ -68,6 +68,7 @@ type lockCall struct {
 	handoff     *handoff                    // the locks handed to this waiter (nil: none taken from notices)
 	id          string                      // this call's: its attempts' holds are "<id>.<n>"
 	attempts    int                         // attempts made
+	reach       reach                       // whether its attempts reach a quorum (see reach)
 	// ended: finish has begun. A release of one of its attempts that
 	// lands later (the undo where the acquire timed out, retried) is
 	// followed by a leave (leases.Target.ReleaseNode).
@@ -156,6 +157,9 @@ func (m *Mutex) rounds(ctx context.Context, k *lockCall, stats *callStats, began
 		if err := k.ends(ctx, outcome); err != nil {
 			return nil, err
 		}
+		if k.reach.note(outcome, m.target.Need(), m.target.Settings.QueueTimeout, time.Now()) {
+			continue // yields from now on: at once, so that its places go now
+		}
 		if k.subscribeFirst(ctx, outcome) {
 			continue
 		}
@@ -164,6 +168,7 @@ func (m *Mutex) rounds(ctx context.Context, k *lockCall, stats *callStats, began
 			return nil, outcome.err
 		}
 		delay, contended = m.mode.pace(delay, outcome)
+		delay = k.reach.pace(delay, min(m.target.Queue.Heartbeat(), m.target.Settings.QueueTimeout/3))
 		if err := k.sleep(ctx, m.quarantineWait(delay, outcome), last); err != nil {
 			return nil, err
 		}

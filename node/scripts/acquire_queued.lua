@@ -22,6 +22,9 @@
 --          milliseconds (its span: see queue.lua)
 -- KEYS[7]  optional: the fencing counter (as KEYS[4] of acquire.lua)
 -- ARGV[11] the request's deadline (as ARGV[5] of acquire.lua)
+-- ARGV[12] "1": this waiter yields (its attempts reach too few nodes to
+--          win: engine/cutoff.go): it takes the lock as above, but
+--          takes no place in the queue, and leaves the place it had
 --
 -- Reply (then the node's seconds and microseconds: timed in guard.lua):
 --        {1, holds}         granted (as acquire.lua); a claimed handoff is 1
@@ -45,6 +48,14 @@ end
 local counter = fence_at(KEYS[7])
 local q = {lock = KEYS[1], queue = KEYS[3], alive = KEYS[4], wake = KEYS[5], marker = KEYS[6], guard_ms = ARGV[9]}
 local owner, hold, ttl = ARGV[1], ARGV[2], tonumber(ARGV[3])
+-- wait queues this waiter (or refreshes its place), unless it yields.
+local function wait()
+  if ARGV[12] == '1' then
+    dequeue(q, owner)
+  else
+    enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6], hold, ARGV[10])
+  end
+end
 if redis.call('ZSCORE', KEYS[2], hold) then
   return timed({2})
 end
@@ -52,7 +63,7 @@ local fields = redis.call('HMGET', q.lock, 'owner', 'handed')
 local holder, handed = fields[1], fields[2]
 if holder ~= false and holder ~= owner then
   -- Refused: the others' heartbeats do not matter here (hand evicts).
-  enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6], hold, ARGV[10])
+  wait()
   return timed({0, redis.call('PTTL', q.lock), fingerprint(holder)})
 end
 local waiting = has_waiters(q)
@@ -77,11 +88,10 @@ if holder == false then
   end
   if ARGV[7] == '1' and waiting then
     -- Fair: the first waiter's (this one's, if its ticket is the first;
-    -- with no one queued, this one's).
-    enqueue(q, node_now(), owner, ARGV[4], tonumber(ARGV[5]), ARGV[6], hold, ARGV[10])
-    waiting = true
+    -- with no one queued, this one's). One that yields is never first.
+    wait()
     local head = redis.call('ZRANGE', q.queue, 0, 0)[1]
-    if head ~= owner then
+    if head ~= owner and head ~= nil then
       return timed({0, -2, hand(q, tonumber(ARGV[8]), hold, nil)})
     end
   end
