@@ -154,3 +154,29 @@ func TestClock_jumpForward(t *testing.T) {
 		t.Fatalf("after a 5 s jump: %v", v)
 	}
 }
+
+// The offset a request's deadline uses follows a clock stepped forward at
+// once (the reading disagrees with the kept one beyond both round trips),
+// though the kept reading had the shorter round trip; a reading within the
+// round trips of the kept one does not replace it. Old readings still give
+// an offset: clocks drift by milliseconds a minute at worst.
+func TestClock_offsetFollowsAStep(t *testing.T) {
+	var c clock
+	base := time.Unix(1_800_000_000, 0)
+	read := func(at time.Time, trip, offset time.Duration) sample {
+		return sample{sent: at, got: at.Add(trip), node: at.Add(trip / 2).Add(offset)}
+	}
+	c.note(read(base, time.Millisecond, 5*time.Millisecond))
+	c.note(read(base.Add(time.Second), 3*time.Millisecond, 6*time.Millisecond)) // within the trips: kept
+	if offset, ok := c.anyOffset(); !ok || offset != 5*time.Millisecond {
+		t.Fatalf("offset %v, %v: want the reading of the shorter round trip, 5ms", offset, ok)
+	}
+	c.note(read(base.Add(2*time.Second), 3*time.Millisecond, time.Hour)) // stepped an hour ahead
+	if offset, ok := c.anyOffset(); !ok || offset != time.Hour {
+		t.Fatalf("offset %v, %v after a step: want 1h", offset, ok)
+	}
+	var fresh clock
+	if _, ok := fresh.anyOffset(); ok {
+		t.Fatal("an offset without any reading")
+	}
+}

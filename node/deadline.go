@@ -19,13 +19,13 @@ var ErrLate = errors.New("redlock: the request reached the node after its deadli
 // was unknown leaves a tombstone for ttl plus the node timeout (see
 // Tombstone), so a request that lands after the release is refused by the
 // tombstone or by its deadline. "0" (none) while the node's clock is
-// unknown: no answer read it in the last bestSpan.
+// unknown: no answer has read it yet.
 func (n *Node) deadlineArg(ctx context.Context, key string, ttl time.Duration) string {
 	c := n.calls.clockFor(ctx, key)
 	if c == nil {
 		return "0"
 	}
-	offset, _, ok := c.offset()
+	offset, ok := c.anyOffset()
 	if !ok {
 		return "0"
 	}
