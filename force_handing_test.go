@@ -8,45 +8,7 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/quorumlock/redlock/redlocktest/checker"
-	"github.com/quorumlock/redlock/redlocktest/faultproxy"
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
-
-// forcedProxiedClient is a Client whose every link (commands and Pub/Sub
-// alike) goes through a fault proxy of its own, one per node, so that this
-// Client's links alone can be slowed. Everything is closed at cleanup.
-func forcedProxiedClient(t *testing.T, cluster *redlocktest.Nodes, opts ...redlock.Option) (*redlock.Client, []*faultproxy.Proxy) {
-	t.Helper()
-	proxies := make([]*faultproxy.Proxy, len(cluster.Servers))
-	clients := make([]redis.UniversalClient, len(cluster.Servers))
-	for i, server := range cluster.Servers {
-		proxy, err := faultproxy.New(server.Addr())
-		if err != nil {
-			t.Fatalf("proxy for node %d: %v", i, err)
-		}
-		t.Cleanup(func() { _ = proxy.Close() })
-		proxies[i] = proxy
-		client := redis.NewClient(&redis.Options{
-			Addr:                     proxy.Addr(),
-			DialTimeout:              500 * time.Millisecond,
-			ReadTimeout:              500 * time.Millisecond,
-			WriteTimeout:             500 * time.Millisecond,
-			MaxRetries:               -1,
-			ContextTimeoutEnabled:    true,
-			DialerRetries:            1,
-			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		})
-		t.Cleanup(func() { _ = client.Close() })
-		clients[i] = client
-	}
-	c, err := redlock.New(clients, opts...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c, proxies
-}
 
 // forcedGrant is one lease's grant, as its holder saw it.
 type forcedGrant struct {
@@ -102,7 +64,7 @@ func TestForceUnlock_endsAHandingInFlight(t *testing.T) {
 	)
 	opts := []redlock.Option{redlock.WithNodeTimeout(200 * time.Millisecond), redlock.WithQueueTimeout(span)}
 	holder, op, other := newClient(t, cluster, opts...), newClient(t, cluster, opts...), newClient(t, cluster, opts...)
-	waiter, links := forcedProxiedClient(t, cluster, opts...)
+	waiter, links := ownLinksClient(t, cluster, opts...)
 	for _, c := range []*redlock.Client{waiter, op, other} {
 		mustUnlock(t, mustLock(t, ctx, c.Mutex(name))) // scripts loaded, clocks probed
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/quorumlock/redlock/redlocktest/checker"
+	"github.com/quorumlock/redlock/redlocktest/faultproxy"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -20,6 +21,20 @@ func newClient(t *testing.T, cluster *redlocktest.Nodes, opts ...redlock.Option)
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// ownLinksClient is a Client over redlocktest's OwnLinks: every link of
+// its own (commands and Pub/Sub alike) goes through a fault proxy of its
+// own, so that this Client alone can be cut off from nodes or slowed.
+func ownLinksClient(t *testing.T, cluster *redlocktest.Nodes, opts ...redlock.Option) (*redlock.Client, []*faultproxy.Proxy) {
+	t.Helper()
+	clients, proxies := cluster.OwnLinks(t)
+	c, err := redlock.New(clients, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c, proxies
 }
 
 func testContext(t *testing.T) context.Context {

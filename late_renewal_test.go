@@ -8,45 +8,8 @@ import (
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redlocktest"
-	"github.com/quorumlock/redlock/redlocktest/faultproxy"
 	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
-
-// lateProxiedClient is a Client whose every link goes through a fault
-// proxy of its own, one per node, so that this Client's requests alone can
-// be held back. Everything is closed at cleanup.
-func lateProxiedClient(t *testing.T, cluster *redlocktest.Nodes, opts ...redlock.Option) (*redlock.Client, []*faultproxy.Proxy) {
-	t.Helper()
-	proxies := make([]*faultproxy.Proxy, len(cluster.Servers))
-	clients := make([]redis.UniversalClient, len(cluster.Servers))
-	for i, server := range cluster.Servers {
-		proxy, err := faultproxy.New(server.Addr())
-		if err != nil {
-			t.Fatalf("proxy for node %d: %v", i, err)
-		}
-		t.Cleanup(func() { _ = proxy.Close() })
-		proxies[i] = proxy
-		client := redis.NewClient(&redis.Options{
-			Addr:                     proxy.Addr(),
-			DialTimeout:              500 * time.Millisecond,
-			ReadTimeout:              500 * time.Millisecond,
-			WriteTimeout:             500 * time.Millisecond,
-			MaxRetries:               -1,
-			ContextTimeoutEnabled:    true,
-			DialerRetries:            1,
-			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		})
-		t.Cleanup(func() { _ = client.Close() })
-		clients[i] = client
-	}
-	c, err := redlock.New(clients, opts...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c, proxies
-}
 
 // lateOwnerNodes lists the nodes on which owner holds the lock called name.
 func lateOwnerNodes(t *testing.T, cluster *redlocktest.Nodes, name, owner string) []int {
@@ -82,7 +45,7 @@ func TestExtend_lateRenewalNeverRecreatesAReleasedHold(t *testing.T) {
 		delay = 2500 * time.Millisecond // on A's renewals, on nodes 0 and 1
 	)
 	opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithWatchdog(false), redlock.WithNodeTimeout(200 * time.Millisecond)}
-	a, links := lateProxiedClient(t, cluster, opts...)
+	a, links := ownLinksClient(t, cluster, opts...)
 	b := newClient(t, cluster, opts...)
 	for _, c := range []*redlock.Client{a, b} {
 		mustUnlock(t, mustLock(t, ctx, c.Mutex(name))) // scripts loaded, clocks probed

@@ -10,8 +10,6 @@ import (
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/quorumlock/redlock/redlocktest/faultproxy"
-	"github.com/redis/go-redis/v9"
-	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // Waiters cut off from a quorum of the nodes must not keep a waiter that
@@ -38,38 +36,12 @@ type cutoffClient struct {
 // options of these tests and opts; everything is closed at cleanup.
 func cutoffNewClient(t *testing.T, cluster *redlocktest.Nodes, opts ...redlock.Option) *cutoffClient {
 	t.Helper()
-	c := &cutoffClient{}
-	clients := make([]redis.UniversalClient, len(cluster.Servers))
-	for i, server := range cluster.Servers {
-		proxy, err := faultproxy.New(server.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = proxy.Close() })
-		c.proxies = append(c.proxies, proxy)
-		client := redis.NewClient(&redis.Options{
-			Addr:                     proxy.Addr(),
-			DialTimeout:              500 * time.Millisecond,
-			ReadTimeout:              500 * time.Millisecond,
-			WriteTimeout:             500 * time.Millisecond,
-			MaxRetries:               -1,
-			ContextTimeoutEnabled:    true,
-			DialerRetries:            1,
-			MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
-		})
-		t.Cleanup(func() { _ = client.Close() })
-		clients[i] = client
-	}
 	all := append([]redlock.Option{
 		redlock.WithNodeTimeout(cutoffNodeTimeout),
 		redlock.WithQueueTimeout(cutoffQueueTimeout),
 	}, opts...)
-	var err error
-	c.Client, err = redlock.New(clients, all...)
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
+	c := &cutoffClient{}
+	c.Client, c.proxies = ownLinksClient(t, cluster, all...)
 	return c
 }
 
@@ -164,29 +136,40 @@ func cutoffMustWin(t *testing.T, what string, lock func(context.Context) (*redlo
 	}
 }
 
+// cutoffSplit: W1 reaches node 0 only, W2 node 1 only, each waiting in
+// wait (its place at the head of the one node's queue); V reaches all
+// three and must win the free lock with win within the bound. opts are
+// every Client's.
+func cutoffSplit(t *testing.T, name, what string, wait, win func(*cutoffClient) func(context.Context) (*redlock.Lease, error),
+	opts ...redlock.Option) {
+	t.Helper()
+	cluster := redlocktest.Start(t, 3)
+	w1 := cutoffNewClient(t, cluster, opts...)
+	w2 := cutoffNewClient(t, cluster, opts...)
+	v := cutoffNewClient(t, cluster, opts...)
+	cutoffWarmUp(t, w1, w2, v)
+	w1.reachOnly(0)
+	w2.reachOnly(1)
+	started := time.Now()
+	stop1 := cutoffWaiter(t, "W1 (node 0 only)", wait(w1))
+	stop2 := cutoffWaiter(t, "W2 (node 1 only)", wait(w2))
+	cutoffWaitQueued(t, cluster, 0, name)
+	cutoffWaitQueued(t, cluster, 1, name)
+	time.Sleep(time.Until(started.Add(cutoffHeadStart)))
+	cutoffMustWin(t, what, win(v))
+	stop1()
+	stop2()
+}
+
 // Fair mode: W1 reaches node 0 only, W2 node 1 only; each waits in Lock and
 // keeps its place at the head of the queue of the one node it reaches. V
 // reaches all three and wants the free lock: it heads the queue on node 2
 // alone, one vote of the two it needs, for as long as W1 and W2 wait,
 // unless they give up their places once cut off for the queue timeout.
 func TestPartition_fairWaitersCutOffDoNotStallOneThatCanWin(t *testing.T) {
-	cluster := redlocktest.Start(t, 3)
 	const name = "partition-fair-split"
-	w1 := cutoffNewClient(t, cluster, redlock.WithFair())
-	w2 := cutoffNewClient(t, cluster, redlock.WithFair())
-	v := cutoffNewClient(t, cluster, redlock.WithFair())
-	cutoffWarmUp(t, w1, w2, v)
-	w1.reachOnly(0)
-	w2.reachOnly(1)
-	started := time.Now()
-	stop1 := cutoffWaiter(t, "W1 (node 0 only)", w1.Mutex(name).Lock)
-	stop2 := cutoffWaiter(t, "W2 (node 1 only)", w2.Mutex(name).Lock)
-	cutoffWaitQueued(t, cluster, 0, name)
-	cutoffWaitQueued(t, cluster, 1, name)
-	time.Sleep(time.Until(started.Add(cutoffHeadStart)))
-	cutoffMustWin(t, "V's fair Lock", v.Mutex(name).Lock)
-	stop1()
-	stop2()
+	lock := func(c *cutoffClient) func(context.Context) (*redlock.Lease, error) { return c.Mutex(name).Lock }
+	cutoffSplit(t, name, "V's fair Lock", lock, lock, redlock.WithFair())
 }
 
 // Fair mode, node 2 down: W1 reaches node 0 only and waits in Lock. V
@@ -214,43 +197,16 @@ func TestPartition_fairWaiterCutOffWithANodeDown(t *testing.T) {
 // lets it in, unless the writers give up their places once cut off for
 // the queue timeout.
 func TestPartition_readersNotShutOutByCutOffWriters(t *testing.T) {
-	cluster := redlocktest.Start(t, 3)
 	const name = "partition-rw-split"
-	w1 := cutoffNewClient(t, cluster)
-	w2 := cutoffNewClient(t, cluster)
-	v := cutoffNewClient(t, cluster)
-	cutoffWarmUp(t, w1, w2, v)
-	w1.reachOnly(0)
-	w2.reachOnly(1)
-	started := time.Now()
-	stop1 := cutoffWaiter(t, "writer W1 (node 0 only)", w1.RWMutex(name).Lock)
-	stop2 := cutoffWaiter(t, "writer W2 (node 1 only)", w2.RWMutex(name).Lock)
-	cutoffWaitQueued(t, cluster, 0, name)
-	cutoffWaitQueued(t, cluster, 1, name)
-	time.Sleep(time.Until(started.Add(cutoffHeadStart)))
-	cutoffMustWin(t, "V's RLock", v.RWMutex(name).RLock)
-	stop1()
-	stop2()
+	write := func(c *cutoffClient) func(context.Context) (*redlock.Lease, error) { return c.RWMutex(name).Lock }
+	read := func(c *cutoffClient) func(context.Context) (*redlock.Lease, error) { return c.RWMutex(name).RLock }
+	cutoffSplit(t, name, "V's RLock", write, read)
 }
 
 // The control of the fair test above, in plain mode: the same cut-off
 // waiters keep no one from the free lock (passes before the fix too).
 func TestPartition_plainWaitersCutOffDoNotStallOneThatCanWin(t *testing.T) {
-	cluster := redlocktest.Start(t, 3)
 	const name = "partition-plain-split"
-	w1 := cutoffNewClient(t, cluster)
-	w2 := cutoffNewClient(t, cluster)
-	v := cutoffNewClient(t, cluster)
-	cutoffWarmUp(t, w1, w2, v)
-	w1.reachOnly(0)
-	w2.reachOnly(1)
-	started := time.Now()
-	stop1 := cutoffWaiter(t, "W1 (node 0 only)", w1.Mutex(name).Lock)
-	stop2 := cutoffWaiter(t, "W2 (node 1 only)", w2.Mutex(name).Lock)
-	cutoffWaitQueued(t, cluster, 0, name)
-	cutoffWaitQueued(t, cluster, 1, name)
-	time.Sleep(time.Until(started.Add(cutoffHeadStart)))
-	cutoffMustWin(t, "V's plain Lock", v.Mutex(name).Lock)
-	stop1()
-	stop2()
+	lock := func(c *cutoffClient) func(context.Context) (*redlock.Lease, error) { return c.Mutex(name).Lock }
+	cutoffSplit(t, name, "V's plain Lock", lock, lock)
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/quorumlock/redlock/redlocktest/faultproxy"
 	"github.com/quorumlock/redlock/redlocktest/redisproc"
+	"github.com/redis/go-redis/v9"
 )
 
 // StartBehindProxies is Start with a TCP proxy in front of every node:
@@ -135,4 +136,25 @@ func (c *Nodes) proxy(t testing.TB, i int) *faultproxy.Proxy {
 		t.Fatalf("redlocktest: node %d out of range [0,%d)", i, len(c.proxies))
 	}
 	return c.proxies[i]
+}
+
+// OwnLinks returns one client per node (as Clients makes them), each
+// through a fault proxy of its own, and those proxies: a Client made over
+// them can be cut off from some nodes, or slowed, while every other
+// Client reaches the nodes as before (a partial partition). All are
+// closed at cleanup.
+func (c *Nodes) OwnLinks(t testing.TB) ([]redis.UniversalClient, []*faultproxy.Proxy) {
+	t.Helper()
+	clients := make([]redis.UniversalClient, len(c.Servers))
+	proxies := make([]*faultproxy.Proxy, len(c.Servers))
+	for i, server := range c.Servers {
+		proxy, err := faultproxy.New(server.Addr())
+		if err != nil {
+			t.Fatalf("redlocktest: proxy for node %d: %v", i, err)
+		}
+		t.Cleanup(func() { _ = proxy.Close() })
+		proxies[i] = proxy
+		clients[i] = newClient(t, proxy.Addr(), clientTimeout)
+	}
+	return clients, proxies
 }
