@@ -84,6 +84,11 @@ func TestForceUnlock_endsAHandingInFlight(t *testing.T) {
 		t.Fatalf("ForceUnlock: %v", err)
 	}
 	forced := time.Since(start)
+	// Inspect says that no one holds it, and that the ended handing keeps
+	// it from everyone for now.
+	if info, err := op.Inspect(ctx, name); err != nil || info.Held || !info.Forced {
+		t.Errorf("Inspect right after ForceUnlock ended the handing: Held %v, Forced %v, %v; want not held, forced", info.Held, info.Forced, err)
+	}
 	vctx, vcancel := context.WithTimeout(ctx, span+3*time.Second)
 	defer vcancel()
 	v := forcedHold(vctx, other.Mutex(name), hold)

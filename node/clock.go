@@ -170,14 +170,14 @@ func (c *clock) offset() (offset, trip time.Duration, ok bool) {
 // (deadlineArg) may use a reading minutes old, since clocks drift by
 // milliseconds a minute at worst and the deadline's margin is the node
 // timeout (Tombstone); a stepped clock is caught by the next reading.
-func (c *clock) anyOffset() (offset time.Duration, ok bool) {
+func (c *clock) anyOffset() (offset, trip time.Duration, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.best.got.IsZero() {
-		return 0, false
+		return 0, 0, false
 	}
-	trip := c.best.got.Sub(c.best.sent)
-	return c.best.node.Sub(c.best.sent.Add(trip / 2)), true
+	trip = c.best.got.Sub(c.best.sent)
+	return c.best.node.Sub(c.best.sent.Add(trip / 2)), trip, true
 }
 
 // baseline reports whether there is a reading to compare the next with.

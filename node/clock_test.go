@@ -168,15 +168,15 @@ func TestClock_offsetFollowsAStep(t *testing.T) {
 	}
 	c.note(read(base, time.Millisecond, 5*time.Millisecond))
 	c.note(read(base.Add(time.Second), 3*time.Millisecond, 6*time.Millisecond)) // within the trips: kept
-	if offset, ok := c.anyOffset(); !ok || offset != 5*time.Millisecond {
+	if offset, _, ok := c.anyOffset(); !ok || offset != 5*time.Millisecond {
 		t.Fatalf("offset %v, %v: want the reading of the shorter round trip, 5ms", offset, ok)
 	}
 	c.note(read(base.Add(2*time.Second), 3*time.Millisecond, time.Hour)) // stepped an hour ahead
-	if offset, ok := c.anyOffset(); !ok || offset != time.Hour {
+	if offset, _, ok := c.anyOffset(); !ok || offset != time.Hour {
 		t.Fatalf("offset %v, %v after a step: want 1h", offset, ok)
 	}
 	var fresh clock
-	if _, ok := fresh.anyOffset(); ok {
+	if _, _, ok := fresh.anyOffset(); ok {
 		t.Fatal("an offset without any reading")
 	}
 }

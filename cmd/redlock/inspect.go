@@ -382,9 +382,21 @@ func librarySummary(ns *nodeSet, cfg inspectConfig) *lockSummary {
 	defer func() { _ = client.Close() }()
 	info, err := client.Inspect(context.Background(), cfg.name)
 	summary := &lockSummary{Held: info.Held, Owner: info.Owner, Holds: info.Holds, PTTLms: info.PTTL.Milliseconds(),
-		Waiting: info.Waiting, Fence: info.Fence}
+		Waiting: info.Waiting, Fence: info.Fence, ForcedMs: forcedFor(info).Milliseconds()}
 	if err != nil {
 		summary.Error = oneLine(err)
 	}
 	return summary
+}
+
+// forcedFor is how long a handing a ForceUnlock ended still keeps info's
+// lock from everyone on some node (0: on none).
+func forcedFor(info redlock.LockInfo) time.Duration {
+	var longest time.Duration
+	for _, n := range info.Nodes {
+		if n.Err == nil && n.Forced {
+			longest = max(longest, n.PTTL)
+		}
+	}
+	return longest
 }

@@ -32,7 +32,10 @@ type lockSummary struct {
 	PTTLms  int64  `json:"pttl_ms"` // how long a quorum still holds it
 	Waiting int    `json:"waiting"`
 	Fence   uint64 `json:"fence"`
-	Error   string `json:"error,omitempty"` // e.g. no quorum answered
+	// ForcedMs: a ForceUnlock ended a handing, and the lock stays held by
+	// no client on some node for up to this long (0: none).
+	ForcedMs int64  `json:"forced_handing_ms,omitempty"`
+	Error    string `json:"error,omitempty"` // e.g. no quorum answered
 }
 
 // nodeState is one node's view of the lock.
@@ -129,6 +132,10 @@ func writeTable(out io.Writer, r *lockReport) error {
 				s.Owner, s.Holds, pttl(s.PTTLms), s.Waiting, s.Fence)
 		default:
 			fmt.Fprintf(w, "Client.Inspect: not held by any owner on a quorum; %d waiting; fence %d\n", s.Waiting, s.Fence)
+		}
+		if s.ForcedMs > 0 {
+			fmt.Fprintf(w, "Client.Inspect: a handing ForceUnlock ended keeps the lock from everyone on some nodes for up to %s more\n",
+				pttl(s.ForcedMs))
 		}
 	}
 	table := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

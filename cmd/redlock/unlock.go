@@ -109,12 +109,18 @@ func forcedReport(ctx context.Context, client *redlock.Client, before redlock.Lo
 	}
 	report := fmt.Sprintf("lock %q forced open: owner fingerprint %s lost %s; its holds were removed on %d of %d nodes",
 		name, before.Owner, plural(before.Holds, "hold"), on, len(before.Nodes))
-	// An unfenced lock's counter is 0: no token was given out, none to
-	// refuse, so there is nothing to say about it.
-	if before.Fence == 0 {
+	after, err := client.Inspect(ctx, name)
+	if err != nil {
 		return report
 	}
-	if after, err := client.Inspect(ctx, name); err == nil {
+	if wait := forcedFor(after); wait > 0 {
+		// The lock was handed to a waiter, not claimed yet: the waiter may
+		// still take its lease from the handing's notices (see ForceUnlock).
+		report += fmt.Sprintf("; it was handed to a waiter, which may still take it from the notices: no one gets it for up to %v", wait.Round(time.Millisecond))
+	}
+	// An unfenced lock's counter is 0: no token was given out, none to
+	// refuse, so there is nothing to say about it.
+	if before.Fence != 0 {
 		report += fmt.Sprintf("; fence raised from %d to %d: tokens granted from now on are greater than the old holder's",
 			before.Fence, after.Fence)
 	}

@@ -34,8 +34,13 @@ type LockInfo struct {
 	// has): waiters of either mode that were refused and wait, and any
 	// whose heartbeat lapsed that no script has evicted yet.
 	Waiting int
-	Fence   uint64     // the highest fencing counter any node has
-	Nodes   []NodeInfo // one per node, in node order
+	Fence   uint64 // the highest fencing counter any node has
+	// Forced: on some node a ForceUnlock ended a handing to a waiter, and
+	// keeps the lock there, held by no client, until the handing would
+	// have lapsed (NodeInfo.Forced, its PTTL): no one takes it there
+	// before.
+	Forced bool
+	Nodes  []NodeInfo // one per node, in node order
 }
 
 // NodeInfo: see redlock.NodeInfo, which documents it.
@@ -49,7 +54,11 @@ type NodeInfo struct {
 	// has not claimed or renewed it here yet. A waiter told so by a quorum
 	// holds the lock (it takes the lease from the notices), so Inspect
 	// counts a handed node as one hold of that owner's.
-	Handed  bool
+	Handed bool
+	// Forced: a ForceUnlock ended a handing here; Owner is then
+	// node.Fingerprint(node.ForcedOwner), and the lock is free here once
+	// PTTL has passed.
+	Forced  bool
 	PTTL    time.Duration // remaining time here; -2 ms: free, -1 ms: no expiry
 	Waiting int
 	Fence   uint64
@@ -87,6 +96,7 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 		answered++
 		info.Waiting = max(info.Waiting, n.Waiting)
 		info.Fence = max(info.Fence, n.Fence)
+		info.Forced = info.Forced || n.Forced
 		if n.Holds > 0 || n.Handed {
 			holders[n.Owner]++
 		}
@@ -107,6 +117,9 @@ func (m *Mutex) inspect(ctx context.Context) (LockInfo, error) {
 	return info, nil
 }
 
+// forcedOwner is node.ForcedOwner as the nodes name it to a reader.
+var forcedOwner = node.Fingerprint(node.ForcedOwner)
+
 // readNodes reads the lock's state on every node, an error for each node
 // that did not answer.
 func (m *Mutex) readNodes(ctx context.Context) LockInfo {
@@ -118,7 +131,7 @@ func (m *Mutex) readNodes(ctx context.Context) LockInfo {
 		info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Err: err}
 		if err == nil {
 			info.Nodes[i] = NodeInfo{Node: i, Addr: n.Addr(), Owner: view.Holder, Holds: int(view.Holds),
-				Handed: view.Handed, PTTL: view.PTTL, Waiting: int(view.Waiting), Fence: view.Fence}
+				Handed: view.Handed, Forced: view.Holder == forcedOwner, PTTL: view.PTTL, Waiting: int(view.Waiting), Fence: view.Fence}
 		}
 		return err
 	})
