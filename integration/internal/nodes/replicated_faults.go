@@ -73,7 +73,9 @@ func (r *Replicated) Inject(ctx context.Context, i int, f Fault) error {
 	case Failover:
 		m.down, err = master, r.kill(ctx, m.data[master])
 	case Cut:
-		m.cut, err = replica, cutLink(ctx, m.data[replica])
+		if replica, err = r.replicaOf(ctx, m); err == nil {
+			m.cut, err = replica, cutLink(ctx, m.data[replica])
+		}
 	case ManualFailover:
 		m.down, err = master, r.sentinelFailover(ctx, m)
 	case PauseMaster:
@@ -176,6 +178,28 @@ func (r *Replicated) start(ctx context.Context, b *box) error {
 		return err
 	}
 	return waitPing(ctx, b)
+}
+
+// replicaOf is the box of m that is a replica now. Right after a heal's
+// failover the sentinel can name one master while the boxes' roles are
+// still changing: ask both again until one says it is a replica, up to
+// settleTimeout.
+func (r *Replicated) replicaOf(ctx context.Context, m *member) (int, error) {
+	for deadline := time.Now().Add(settleTimeout); ; time.Sleep(50 * time.Millisecond) {
+		master, err := r.master(ctx, m)
+		if err == nil {
+			admin := m.data[1-master].admin()
+			info, infoErr := replication(ctx, admin)
+			_ = admin.Close()
+			if infoErr == nil && info["role"] == "slave" {
+				return 1 - master, nil
+			}
+			err = fmt.Errorf("box %d, named replica, answers role %q (%v)", 1-master, info["role"], infoErr)
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return 0, fmt.Errorf("%s: no replica to cut after %v: %w", m.name(), settleTimeout, err)
+		}
+	}
 }
 
 // cutLink makes b, a replica, lose its replication link and fail to get
