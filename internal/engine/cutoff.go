@@ -17,8 +17,13 @@ type reach struct {
 
 // cutOffBackoff is the first wait of a cut-off waiter, past the usual
 // pacing; it doubles with each attempt that reaches too few nodes, up to
-// the waiter's heartbeat.
-const cutOffBackoff = 8 * time.Millisecond
+// cutOffBackoffMax until the waiter yields (a link that drops a few
+// replies is no cut: the waiter must come back soon), and up to a third of
+// the queue timeout once it yields.
+const (
+	cutOffBackoff    = 8 * time.Millisecond
+	cutOffBackoffMax = 64 * time.Millisecond
+)
 
 // note records the outcome o of a failed attempt that asked every node
 // (not one lost at the lead node, which asked one, nor one whose nodes
@@ -43,14 +48,15 @@ func (r *reach) note(o outcome, need int, patience time.Duration, now time.Time)
 }
 
 // pace is the wait before the next attempt, delay as the mode paced it:
-// at least the backoff while cut off, which grows to most (a third of the
-// queue timeout, no more than the heartbeat that keeps the waiter's place
-// until it yields), so that the waiter yields within a third of the queue
-// timeout of its due time, and sees within as long that it reaches a
-// quorum again.
+// at least the backoff while cut off. Once it yields that grows to most (a
+// third of the queue timeout, no more than the heartbeat), so that the
+// waiter sees within as long that it reaches a quorum again.
 func (r *reach) pace(delay, most time.Duration) time.Duration {
 	if r.misses == 0 {
 		return delay
+	}
+	if !r.yields {
+		most = min(most, cutOffBackoffMax)
 	}
 	return max(delay, min(cutOffBackoff<<min(r.misses-1, 20), most))
 }
