@@ -27,10 +27,13 @@ type batcher struct {
 	loaded   map[*luaScript]bool // known to be in the node's script cache
 	library  int                 // the function library's state here (see functions.go)
 	askAfter time.Time           // with library unknown: ask for it again after this
-	queue    []*pending
-	running  bool // a caller or the flusher is sending
-	flusher  sync.WaitGroup
-	health   breaker
+	// lanes: the calls waiting to be sent, one lane per shard on a Redis
+	// Cluster member (by its address; "" for a plain node and for a call
+	// whose shard is unknown), so that a shard that does not answer holds
+	// up its own calls only.
+	lanes   map[string]*lane
+	flusher sync.WaitGroup
+	health  breaker
 	// checkClock: the node's TIME in timed scripts' replies goes to clock,
 	// or on a Redis Cluster or Ring to the clock of the shard that
 	// answered (see clockOf).
@@ -43,6 +46,12 @@ type batcher struct {
 	// longest: the longest guard any node of the set answered (see
 	// Node.ShareGuard), shared by the set's nodes.
 	longest *atomic.Int64
+}
+
+// lane is one sender's queue: calls sent in order, one pipeline at a time.
+type lane struct {
+	queue   []*pending
+	running bool // a caller or the flusher is sending
 }
 
 type pending struct {
@@ -75,21 +84,22 @@ func (b *batcher) submit(order *Order, p *pending) *redis.Cmd {
 		p.check = ClockCheck{}
 	}
 	p.done = make(chan struct{})
+	l := b.laneOf(ctx, p)
 	b.mu.Lock()
-	b.queue = append(b.queue, p)
-	lead := !b.running
-	b.running = true
+	l.queue = append(l.queue, p)
+	lead := !l.running
+	l.running = true
 	b.mu.Unlock()
 	order.placed()
 	if lead {
 		// Send what is queued now (this call, and any that raced in), then
 		// leave the rest to a flusher so that this caller returns promptly.
-		b.sendQueued()
+		b.sendQueued(l)
 		b.mu.Lock()
-		if len(b.queue) > 0 {
-			b.flusher.Go(b.flush)
+		if len(l.queue) > 0 {
+			b.flusher.Go(func() { b.flush(l) })
 		} else {
-			b.running = false
+			l.running = false
 		}
 		b.mu.Unlock()
 	}
@@ -103,12 +113,31 @@ func (b *batcher) submit(order *Order, p *pending) *redis.Cmd {
 	}
 }
 
-func (b *batcher) flush() {
+// laneOf is the lane of p: on a Cluster member that of the shard serving
+// its first key as the client's slot map has it.
+func (b *batcher) laneOf(ctx context.Context, p *pending) *lane {
+	name := ""
+	if b.shards != nil && len(p.keys) > 0 {
+		if shard, err := b.shards.shardOf(ctx, p.keys[0]); err == nil {
+			name = shard.Options().Addr
+		}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l := b.lanes[name]
+	if l == nil {
+		l = &lane{}
+		b.lanes[name] = l
+	}
+	return l
+}
+
+func (b *batcher) flush(l *lane) {
 	for {
-		b.sendQueued()
+		b.sendQueued(l)
 		b.mu.Lock()
-		if len(b.queue) == 0 {
-			b.running = false
+		if len(l.queue) == 0 {
+			l.running = false
 			b.mu.Unlock()
 			return
 		}
@@ -116,12 +145,12 @@ func (b *batcher) flush() {
 	}
 }
 
-// sendQueued takes up to maxBatch queued calls and sends them.
-func (b *batcher) sendQueued() {
+// sendQueued takes up to maxBatch of l's queued calls and sends them.
+func (b *batcher) sendQueued(l *lane) {
 	b.mu.Lock()
-	n := min(len(b.queue), maxBatch)
-	taken := b.queue[:n:n]
-	b.queue = b.queue[n:]
+	n := min(len(l.queue), maxBatch)
+	taken := l.queue[:n:n]
+	l.queue = l.queue[n:]
 	b.mu.Unlock()
 	batch := taken[:0:0]
 	for _, p := range taken {
@@ -151,8 +180,9 @@ func (b *batcher) sendQueued() {
 		return
 	}
 	if len(batch) == 1 {
-		// Alone on the wire (one sender per node at a time), so EVALSHA's
-		// fallback to EVAL cannot be overtaken by another call. Sent under
+		// Alone on the wire (one sender per node, or per shard of a
+		// Cluster member, at a time), so EVALSHA's fallback to EVAL cannot
+		// be overtaken by another call. Sent under
 		// the call's deadline but not its cancellation: once sent, the
 		// sender waits for the reply, so that a call made later cannot
 		// reach the node first on another connection.

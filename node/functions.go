@@ -35,6 +35,15 @@ func newLibScript(name string, timed bool, body string, prelude ...string) *luaS
 	return s
 }
 
+// newCrossSlotScript is newLibScript whose function may touch keys of
+// several slots of the shard it runs on (allow-cross-slot-keys, Redis 7+);
+// as EVAL, a script without flags may already.
+func newCrossSlotScript(name string, timed bool, body string, prelude ...string) *luaScript {
+	s := newLibScript(name, timed, body, prelude...)
+	s.crossSlot = true
+	return s
+}
+
 type functionLibrary struct {
 	name, source string
 }
@@ -52,6 +61,7 @@ func functionLib() functionLibrary {
 		slices.SortFunc(libScripts, func(a, b *luaScript) int { return strings.Compare(a.fn, b.fn) })
 		var code strings.Builder
 		code.WriteString("local KEYS, ARGV\n" + guardSource + queueSource)
+		code.WriteString("\nheads = {} -- marker.lua's parses, kept while the library is loaded\n")
 		// Each call starts as an EVAL script does: its keys and arguments,
 		// and the prelude's state reset (new_call in guard.lua).
 		code.WriteString("\nlocal function called(keys, args)\n  KEYS, ARGV = keys, args\n  new_call()\nend\n")
@@ -64,8 +74,12 @@ func functionLib() functionLibrary {
 		for _, s := range libScripts {
 			body := s.fn
 			s.fn = "redlock_" + version + "_" + body
-			fmt.Fprintf(&code, "redis.register_function('%s', function(keys, args) called(keys, args) return %s_body() end)\n",
-				s.fn, body)
+			flags := ""
+			if s.crossSlot {
+				flags = ", flags = {'allow-cross-slot-keys'}"
+			}
+			fmt.Fprintf(&code, "redis.register_function{function_name = '%s', callback = function(keys, args) called(keys, args) return %s_body() end%s}\n",
+				s.fn, body, flags)
 		}
 		lib.source = "#!lua name=" + lib.name + "\n" + code.String()
 	})

@@ -21,11 +21,15 @@ var (
 	acquireSource string
 	//go:embed scripts/renew.lua
 	renewSource string
+	//go:embed scripts/renew_slots.lua
+	renewSlotsSource string
 
 	// Every script whose answer counts as a vote checks the restart guard
 	// first (guard.lua).
 	acquireScript = newLibScript("acquire", true, acquireSource, guardSource)
 	renewScript   = newLibScript("renew", true, renewSource, guardSource)
+	// renew.lua spanning the slots of a Cluster shard (see RenewEach).
+	renewSlotsScript = newCrossSlotScript("renew_slots", true, renewSlotsSource+renewSource, guardSource)
 )
 
 // luaScript is a script and its source (to SCRIPT LOAD it ahead of a
@@ -39,6 +43,9 @@ type luaScript struct {
 	// fn: its function in the library (see functions.go), "" when it is
 	// not in it; body: its source without the prelude.
 	fn, body string
+	// crossSlot: its function is registered allow-cross-slot-keys, so
+	// that on a Cluster shard one call spans the slots the shard serves.
+	crossSlot bool
 }
 
 func newScript(source string) *luaScript {
@@ -68,7 +75,7 @@ type Node struct {
 
 // New wraps client as the node at position index.
 func New(index int, addr string, client Client) *Node {
-	b := &batcher{client: client, loaded: make(map[*luaScript]bool), longest: new(atomic.Int64)}
+	b := &batcher{client: client, loaded: make(map[*luaScript]bool), lanes: map[string]*lane{}, longest: new(atomic.Int64)}
 	if _, ok := client.(functionCaller); !ok {
 		b.library = libRefused
 	}
@@ -253,11 +260,30 @@ const (
 	Refreshed Renewed = 1  // renewed, or re-created on a node that lost it
 )
 
-// Renew extends every hold in batch with one script call and answers one
-// Renewed per item, in order.
+// Renew extends every hold in batch with one script call (on a Redis
+// Cluster member, one per shard: see RenewEach) and answers one Renewed
+// per item, in order.
 func (n *Node) Renew(ctx context.Context, batch []Renewal) ([]Renewed, error) {
-	keys := make([]string, 0, 2*len(batch)+1)
-	args := make([]any, 0, 3*len(batch)+1)
+	if len(batch) == 0 {
+		return []Renewed{}, nil
+	}
+	if !n.cluster {
+		return n.renewCall(ctx, renewScript, batch, []string{n.markerKey(batch[0].Keys)})
+	}
+	renewed, errs := n.RenewEach(ctx, batch)
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return renewed, nil
+}
+
+// renewCall renews batch (at least one item) in one call of script, whose
+// guard judges markers: the node's, or on a Cluster shard one per slot.
+func (n *Node) renewCall(ctx context.Context, script *luaScript, batch []Renewal, markers []string) ([]Renewed, error) {
+	keys := make([]string, 0, 2*len(batch)+len(markers))
+	args := make([]any, 0, 3*len(batch)+2)
 	guard := Keys{Risks: allRisks} // the longest guard, the risks every item accepts
 	var check ClockCheck
 	shortest := time.Duration(0) // the deadline's: the shortest TTL of the batch
@@ -270,14 +296,12 @@ func (n *Node) Renew(ctx context.Context, batch []Renewal) ([]Renewed, error) {
 		guard.Guard, guard.Risks = max(guard.Guard, item.Keys.Guard), guard.Risks&item.Keys.Risks
 		check = check.strictest(item.Keys.Clock)
 	}
-	// Any marker of the node tells whether it lost its data: the first
-	// item's (a batch spans one slot on a Cluster node).
-	deadline := "0"
-	if len(batch) > 0 {
-		keys = append(keys, n.markerKey(batch[0].Keys))
-		deadline = n.deadlineArg(ctx, batch[0].Keys.Lock, shortest)
+	keys = append(keys, markers...)
+	args = append(args, n.deadlineArg(ctx, batch[0].Keys.Lock, shortest), n.guardArg(guard))
+	if script == renewSlotsScript {
+		keys, args = spanned(keys, args, markers[0])
 	}
-	reply, err := n.run(ctx, renewScript, check, keys, append(args, deadline, n.guardArg(guard))...).Result()
+	reply, err := n.run(ctx, script, check, keys, args...).Result()
 	if err != nil {
 		return nil, quarantined(err)
 	}

@@ -19,8 +19,10 @@ import (
 // in equal ranges: one member of a lock's set, as users run it.
 type RedisCluster struct {
 	Shards []*redisproc.Server
-	// Ranges[i] is the first and last slot of shard i.
+	// Ranges[i] is the first and last slot of shard i as dealt at the
+	// start; Moved the slots MoveSlot gave another shard since.
 	Ranges [][2]int
+	Moved  map[int]int
 }
 
 // StartRedisCluster starts a Redis Cluster of shards masters, brand-new and
@@ -117,6 +119,9 @@ func (rc *RedisCluster) Client(t testing.TB) *redis.ClusterClient {
 
 // ShardOf returns the index of the shard that serves slot.
 func (rc *RedisCluster) ShardOf(slot int) int {
+	if to, ok := rc.Moved[slot]; ok {
+		return to
+	}
 	for i, r := range rc.Ranges {
 		if slot >= r[0] && slot <= r[1] {
 			return i
@@ -130,4 +135,54 @@ func (rc *RedisCluster) ShardOf(slot int) int {
 func (rc *RedisCluster) Admin(t testing.TB, i int) *redis.Client {
 	t.Helper()
 	return newClient(t, rc.Shards[i].Addr(), adminTimeout)
+}
+
+// MoveSlot moves slot, keys and all, to shard to, as `redis-cli --cluster
+// reshard` does: IMPORTING on the target, MIGRATING on the source, MIGRATE
+// of its keys a few at a time, then SETSLOT NODE on every shard. Clients
+// see ASK and TRYAGAIN meanwhile, and MOVED after.
+func (rc *RedisCluster) MoveSlot(t testing.TB, slot, to int) {
+	t.Helper()
+	ctx := context.Background()
+	from := rc.ShardOf(slot)
+	src, dst := rc.Admin(t, from), rc.Admin(t, to)
+	srcID, err1 := src.ClusterMyID(ctx).Result()
+	dstID, err2 := dst.ClusterMyID(ctx).Result()
+	must(t, "CLUSTER MYID", err1, err2)
+	must(t, "SETSLOT IMPORTING", dst.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", srcID).Err())
+	must(t, "SETSLOT MIGRATING", src.Do(ctx, "CLUSTER", "SETSLOT", slot, "MIGRATING", dstID).Err())
+	for {
+		keys, err := src.ClusterGetKeysInSlot(ctx, slot, 4).Result()
+		must(t, "GETKEYSINSLOT", err)
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{"MIGRATE", "127.0.0.1", rc.Shards[to].Port(), "", 0, 5000, "KEYS"}
+		for _, key := range keys {
+			args = append(args, key)
+		}
+		must(t, "MIGRATE", src.Do(ctx, args...).Err())
+	}
+	for _, i := range []int{to, from} {
+		must(t, "SETSLOT NODE", rc.Admin(t, i).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
+	}
+	for i := range rc.Shards {
+		if i != to && i != from {
+			must(t, "SETSLOT NODE", rc.Admin(t, i).Do(ctx, "CLUSTER", "SETSLOT", slot, "NODE", dstID).Err())
+		}
+	}
+	if rc.Moved == nil {
+		rc.Moved = map[int]int{}
+	}
+	rc.Moved[slot] = to
+}
+
+// must fails t with what when any err is not nil.
+func must(t testing.TB, what string, errs ...error) {
+	t.Helper()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatalf("redlocktest: %s: %v", what, err)
+		}
+	}
 }

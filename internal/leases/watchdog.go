@@ -16,6 +16,9 @@ const (
 	// enough that 10,000 leases cost 100 calls per node per cycle, small
 	// enough that one call stays well under a millisecond of server time.
 	maxRenewBatch = 100
+	// clusterRenewBatch is the batch on Cluster members, cut there into
+	// one call per shard.
+	clusterRenewBatch = 300
 	// renewRetryDivisor: after a failed renewal round, the next try comes
 	// after TTL/renewRetryDivisor (there is TTL*2/3 left at most).
 	renewRetryDivisor = 10
@@ -51,10 +54,10 @@ func NewWatchdog(c *Runtime) *Watchdog {
 		due:        make(map[*Lease]time.Time),
 	}
 	for _, n := range c.Nodes {
-		if _, plain := n.Client().(*redis.Client); !plain {
-			// A Cluster or Ring node would refuse a script over keys of
-			// different slots (CROSSSLOT): renew one lease per call there.
-			w.batchLimit = 1
+		if _, cluster := n.Client().(*redis.ClusterClient); cluster {
+			// A batch is cut per shard there (node.RenewEach): a larger one
+			// keeps each shard's call as full as a plain node's.
+			w.batchLimit = clusterRenewBatch
 		}
 	}
 	return w
@@ -213,15 +216,17 @@ func (w *Watchdog) renew(batch []*Lease) {
 	}
 	start := time.Now()
 	round := quorum.Start(w.ctx, timeout, len(c.Nodes), need, &c.Background,
-		func(ctx context.Context, i int) quorum.Reply[[]node.Renewed] {
-			renewed, err := c.Nodes[i].Renew(ctx, items)
-			for _, l := range leases {
-				l.Called(i, err) // the renewal may still run there, after a release
+		func(ctx context.Context, i int) quorum.Reply[renewReply] {
+			renewed, errs := c.Nodes[i].RenewEach(ctx, items)
+			answered := false
+			for j, l := range leases {
+				l.Called(i, errs[j]) // the renewal may still run there, after a release
+				answered = answered || errs[j] == nil
 			}
-			if err != nil {
-				return quorum.Reply[[]node.Renewed]{Vote: quorum.Failed, Err: err}
+			if !answered {
+				return quorum.Reply[renewReply]{Vote: quorum.Failed, Err: errs[0]}
 			}
-			return quorum.Reply[[]node.Renewed]{Vote: quorum.Yes, Value: renewed}
+			return quorum.Reply[renewReply]{Vote: quorum.Yes, Value: renewReply{renewed, errs}}
 		})
 	// Decide each lease as soon as enough nodes answered, then wait for the
 	// stragglers before letting Unlock run (their renewal would otherwise
@@ -233,9 +238,19 @@ func (w *Watchdog) renew(batch []*Lease) {
 	w.apply(leases, decided, round.WaitAll(waitAll), start, true)
 }
 
+// renewReply is a node's answer to a batch: on a Cluster member one call
+// per shard, each with its own error (errs[i] nil: renewed[i] answers).
+type renewReply struct {
+	renewed []node.Renewed
+	errs    []error
+}
+
+// of is item i's answer, ok false when its call failed.
+func (r renewReply) of(i int) (node.Renewed, bool) { return r.renewed[i], r.errs[i] == nil }
+
 // apply applies a round's tally to the leases not decided yet; final
 // decides them all.
-func (w *Watchdog) apply(leases []*Lease, decided []bool, tally quorum.Tally[[]node.Renewed], start time.Time, final bool) {
+func (w *Watchdog) apply(leases []*Lease, decided []bool, tally quorum.Tally[renewReply], start time.Time, final bool) {
 	c := w.client
 	n := len(c.Nodes)
 	for i, l := range leases {
@@ -247,15 +262,22 @@ func (w *Watchdog) apply(leases []*Lease, decided []bool, tally quorum.Tally[[]n
 		refreshed, taken, released := 0, 0, 0
 		var nodeErrs []error
 		for index, reply := range tally.Replies {
+			var answer node.Renewed
+			ok := reply.Vote == quorum.Yes
+			if ok {
+				answer, ok = reply.Value.of(i)
+			}
 			switch {
-			case reply.Vote == quorum.Yes && reply.Value[i] == node.Refreshed:
+			case ok && answer == node.Refreshed:
 				refreshed++
-			case reply.Vote == quorum.Yes && reply.Value[i] == node.Taken:
+			case ok && answer == node.Taken:
 				taken++
-			case reply.Vote == quorum.Yes && reply.Value[i] == node.Revoked:
+			case ok && answer == node.Revoked:
 				released++
 			case reply.Vote == quorum.Failed && final:
 				nodeErrs = append(nodeErrs, c.NodeError(s, index, reply.Err))
+			case reply.Vote == quorum.Yes && !ok && final:
+				nodeErrs = append(nodeErrs, c.NodeError(s, index, reply.Value.errs[i]))
 			}
 		}
 		switch {

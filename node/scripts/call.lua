@@ -12,12 +12,16 @@ local node_ms
 local node_longest
 -- node_facts: what the guard asks the node past its hot path (facts.lua).
 local node_facts
+-- node_replication: INFO replication (text, nil when refused) and the
+-- replid of a primary (replid), read once per call: a call on a Cluster
+-- shard may judge many slots' markers.
+local node_replication
 local probing = false -- set by probe.lua: judge, but write no marker
 
 -- new_call: an EVAL script starts afresh, but a function of the library
 -- shares these with the calls before it.
 local function new_call()
-  node_time, node_ms, node_longest, node_facts, probing = nil, nil, nil, nil, false
+  node_time, node_ms, node_longest, node_facts, node_replication, probing = nil, nil, nil, nil, nil, false
 end
 
 local function node_now()

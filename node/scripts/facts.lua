@@ -44,6 +44,13 @@ local function facts()
     end
     return sections[section] or nil
   end
+  -- counted is count, once per call for each list: a call on a Cluster
+  -- shard may judge many slots' markers.
+  local counts = {}
+  local function counted(stats, list, names)
+    counts[list] = counts[list] or count(stats, names)
+    return counts[list]
+  end
   -- f.start: an upper bound of the process start in node ms (the node
   -- knows it to the second), and the run_id; nil when INFO is refused. An
   -- uptime below zero (the clock stepped back past the start) is now.
@@ -67,7 +74,7 @@ local function facts()
   -- loaded from disk), or slots assigned or imported by command.
   function f.slots_came(replid2)
     local stats = info('commandstats')
-    return stats == nil or (replid2 or '') ~= ZERO_ID or count(stats, SLOT_MOVES) > 0
+    return stats == nil or (replid2 or '') ~= ZERO_ID or counted(stats, 'moves', SLOT_MOVES) > 0
   end
   -- f.promoted: the node's role may have changed since its start: it may
   -- lack writes its old primary acknowledged. continued (master_replid2
@@ -75,8 +82,8 @@ local function facts()
   -- FAILOVER, which promotes without a command on this node.
   function f.promoted(continued)
     local stats = info('commandstats')
-    return stats == nil or count(stats, PROMOTIONS) > 0
-      or (continued and count(stats, { 'psync', 'sync' }) > 0)
+    return stats == nil or counted(stats, 'promotions', PROMOTIONS) > 0
+      or (continued and counted(stats, 'syncs', { 'psync', 'sync' }) > 0)
   end
   -- f.losses: the calls since the start that dropped or replaced keys
   -- (LOSSES), the keys evicted, and the commands processed (all three
@@ -86,7 +93,7 @@ local function facts()
     if stats == nil or others == nil then
       return nil
     end
-    return count(stats, LOSSES), int_field(others, 'evicted_keys') or 0,
+    return counted(stats, 'losses', LOSSES), int_field(others, 'evicted_keys') or 0,
       int_field(others, 'total_commands_processed') or 0
   end
   -- f.dropped: why keys may have gone since the start other than by
@@ -115,6 +122,17 @@ local function facts()
       return nil
     end
     return policy or 'unknown'
+  end
+  -- Each fact is read once per call: a call on a Cluster shard may judge
+  -- many slots' markers, and each read scans kilobytes of INFO.
+  for _, name in ipairs({ 'start', 'cluster', 'losses', 'evicts' }) do
+    local read, done, a, b, c = f[name], false, nil, nil, nil
+    f[name] = function()
+      if not done then
+        done, a, b, c = true, read()
+      end
+      return a, b, c
+    end
   end
   node_facts = f
   return f

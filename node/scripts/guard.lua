@@ -78,7 +78,7 @@ end
 -- and once a second for a node that votes.
 local function judged(key, value, replication, guard_for, risks)
   local f = facts()
-  local replid = replication and string.match(replication, '\nmaster_replid:(%x+)')
+  local replid = node_replication.replid or (replication and string.match(replication, '\nmaster_replid:(%x+)'))
   if not replid then -- 7
     if accepts(risks, 'i') then return blind(key, value, guard_for) end
     return unguarded('noinfo')
@@ -129,11 +129,16 @@ local function guard(key, guard_arg)
   end
   if guard_for <= 0 then return nil end
   local value = redis.call('GET', key)
-  local replication = redis.pcall('INFO', 'replication')
-  replication = type(replication) == 'string' and replication or nil
+  if node_replication == nil then
+    local text = redis.pcall('INFO', 'replication')
+    text = type(text) == 'string' and text or nil
+    node_replication = { text = text, replid = text and
+      string.match(text, '^# Replication\r\nrole:master\r\n.-\nmaster_replid:(%x+)') }
+  end
+  local replication = node_replication.text
   -- 1, the hot path: a marker stamped on this data, on a primary, with
   -- times not ahead of the node's clock (10).
-  local replid = replication and string.match(replication, '^# Replication\r\nrole:master\r\n.-\nmaster_replid:(%x+)')
+  local replid = node_replication.replid
   if value and replid then
     local since, why, stamp, longest, voted = marker_head(value)
     if stamp == replid and longest >= guard_for and since <= node_now() then
@@ -146,4 +151,17 @@ local function guard(key, guard_arg)
     end
   end
   return judged(key, value, replication, guard_for, risks)
+end
+
+-- guard_all runs guard on the markers keys[first..#keys] (on a Cluster
+-- shard, one per slot a call spans): a verdict, or nil when every one may
+-- vote; node_longest the longest any records.
+local function guard_all(keys, first, guard_arg)
+  local verdict, longest = nil, 0
+  for i = first, #keys do
+    verdict = guard(keys[i], guard_arg) or verdict
+    longest = math.max(longest, node_longest or 0)
+  end
+  node_longest = longest
+  return verdict
 end

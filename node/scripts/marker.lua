@@ -51,12 +51,30 @@ end
 -- not numbers marker_write could write. The rest is read (and a value this
 -- version would not write refused) by marker_read on the slow path, at the
 -- latest a second on: matching the whole value here costs every call.
+--
+-- heads keeps its answers by value while the library is loaded (nil in an
+-- EVAL script: every call starts afresh), so that a Cluster shard's call
+-- over many slots parses each slot's marker once, not at every call. A
+-- pure parse: a value reads the same whenever it is read.
+local heads
+local heads_kept = 0
 local function marker_head(value)
-  local since, why, stamp, longest, voted = string.match(value, '^(%d+) (%a+) (%x+) (%d+) (%d+) ')
-  if since and #since <= 15 and #longest <= 15 and #voted <= 15 then
-    return tonumber(since), why, stamp, tonumber(longest), tonumber(voted)
+  local head = heads and heads[value]
+  if head then
+    return head[1], head[2], head[3], head[4], head[5]
   end
-  return nil
+  local since, why, stamp, longest, voted = string.match(value, '^(%d+) (%a+) (%x+) (%d+) (%d+) ')
+  if not (since and #since <= 15 and #longest <= 15 and #voted <= 15) then
+    return nil
+  end
+  since, longest, voted = tonumber(since), tonumber(longest), tonumber(voted)
+  if heads then
+    if heads_kept >= 16384 then
+      heads, heads_kept = {}, 0 -- a slot's marker each on a shard, at most
+    end
+    heads[value], heads_kept = { since, why, stamp, longest, voted }, heads_kept + 1
+  end
+  return since, why, stamp, longest, voted
 end
 
 -- marker_write stamps m at key (not while probing: `redlock inspect`).

@@ -10,8 +10,9 @@
 -- ARGV[3i-2]     owner id of item i
 -- ARGV[3i-1]     hold id of item i
 -- ARGV[3i]       ttl in milliseconds of item i
--- KEYS[#KEYS]    the node's marker, ARGV[#ARGV] restart guard in ms (see
---                guard.lua)
+-- KEYS[2n+1..]   the node's marker, or on a Redis Cluster shard the marker
+--                of each slot the items span (renew_slots: one call per
+--                shard); ARGV[#ARGV] restart guard in ms (see guard.lua)
 -- ARGV[#ARGV-1]  the batch's deadline (as ARGV[5] of acquire.lua)
 --
 -- Reply (then the node's seconds and microseconds: timed in guard.lua):
@@ -26,10 +27,11 @@
 --         QUARANTINED (see guard.lua): the holds are renewed or re-created
 --         all the same (the node keeps them from other owners once it
 --         votes again), but the node's answer must not count.
-local quarantined = guard(KEYS[#KEYS], ARGV[#ARGV])
+local items = (#ARGV - 2) / 3
+local quarantined = guard_all(KEYS, 2 * items + 1, ARGV[#ARGV])
 local replies = {}
 local late = too_late(ARGV[#ARGV - 1])
-for i = 1, (#KEYS - 1) / 2 do
+for i = 1, items do
   local key, gone, owner, hold = KEYS[2 * i - 1], KEYS[2 * i], ARGV[3 * i - 2], ARGV[3 * i - 1]
   local ttl = tonumber(ARGV[3 * i])
   local fields = redis.call('HMGET', key, 'owner', hold)
