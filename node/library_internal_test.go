@@ -44,8 +44,9 @@ func TestLibrary_newCallResetsEveryVariable(t *testing.T) {
 }
 
 // keptAcrossCalls are the variables the library keeps on purpose: a pure
-// cache (marker.lua's heads, the count of its entries).
-var keptAcrossCalls = map[string]bool{"heads": true, "heads_kept": true}
+// cache (marker.lua's heads, the count of its entries) and the process's
+// run_id (facts.lua's process_run), constant for the library's life.
+var keptAcrossCalls = map[string]bool{"heads": true, "heads_kept": true, "process_run": true}
 
 func cmpValue(v string) string {
 	if v = strings.TrimSpace(v); v == "" {

@@ -6,6 +6,9 @@
 -- ZERO_ID is master_replid2 when the data continues no earlier history (a
 -- literal: a library's load may not call string functions at its top).
 local ZERO_ID = '0000000000000000000000000000000000000000'
+-- process_run: the run_id f.run read, kept across calls in the library
+-- (the process's own for its whole life); nil at every EVAL.
+local process_run
 
 -- count sums the calls INFO commandstats counted of each command named;
 -- names are matched as plain text ('restore-asking' holds a '-').
@@ -62,6 +65,14 @@ local function facts()
     end
     local start = math.min((math.floor(node_now() / 1000) - math.max(uptime, 0) + 1) * 1000, node_now())
     return start, string.match(server, '\nrun_id:(%x+)')
+  end
+  -- f.run: the process's run_id (f.start's), kept while the library is
+  -- loaded (a process's for its life): INFO server only when needed.
+  function f.run()
+    if not process_run then
+      process_run = select(2, f.start())
+    end
+    return process_run
   end
   -- f.cluster: a Redis Cluster node: its replicas take over without a
   -- command, and a slot's marker may come or go with the slot.

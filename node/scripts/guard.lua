@@ -90,20 +90,20 @@ local function judged(key, value, replication, guard_for, risks)
     return redis.error_reply('ERR redlock: the node marker is not a time')
   end
   local now = node_now()
-  local start, run = f.start()
+  local run = f.run()
   local losses, evicted, commands = f.losses()
   if losses == nil and not accepts(risks, 'i') then
     return unguarded('noinfo') -- 7: commandstats or stats refused
   end
   local since, why
   if not m then
-    since, why = missing(f, start, replication, now) -- 2, 3
+    since, why = missing(f, f.start(), replication, now) -- 2, 3
     m = { voted = 0 }
   else
     since, why = math.min(m.since, now), m.why -- 10: a since ahead of now: the clock stepped back
     if m.stamp ~= replid then
       m.since = since
-      since, why = moved(f, m, start, run, string.match(replication, '\nmaster_replid2:(%x+)'), now)
+      since, why = moved(f, m, f.start(), run, string.match(replication, '\nmaster_replid2:(%x+)'), now)
     end
     if losses and lost(m, run, losses, evicted, commands, risks) then
       since, why = math.max(since, now), 'flushed' -- 9
