@@ -44,6 +44,12 @@ for i = 1, items do
     replies[i] = 0
   elseif held == false and late then
     replies[i] = -3
+  elseif held ~= false then
+    -- The hold is here, this owner's: only its time moves.
+    if redis.call('PTTL', key) < ttl then
+      redis.call('PEXPIRE', key, ttl)
+    end
+    replies[i] = 1
   else
     local named = held == false and redis.call('HGET', key, 'handed')
     if named and handed_rule(named, hold) == 'claim' then
