@@ -48,13 +48,10 @@ type batcher struct {
 	longest *atomic.Int64
 }
 
-// lane is one sender's queue: calls sent in order, one pipeline at a time,
-// and its breaker (a shard that does not answer is skipped, not its
-// member).
+// lane is one sender's queue: calls sent in order, one pipeline at a time.
 type lane struct {
 	queue   []*pending
 	running bool // a caller or the flusher is sending
-	health  breaker
 }
 
 type pending struct {
@@ -77,8 +74,7 @@ func (b *batcher) run(ctx context.Context, order *Order, script *luaScript, chec
 
 func (b *batcher) submit(order *Order, p *pending) *redis.Cmd {
 	ctx := p.ctx
-	l := b.laneOf(ctx, p)
-	if err := l.health.allow(); err != nil {
+	if err := b.health.allow(); err != nil {
 		order.placed()
 		cmd := redis.NewCmd(ctx)
 		cmd.SetErr(err)
@@ -88,6 +84,7 @@ func (b *batcher) submit(order *Order, p *pending) *redis.Cmd {
 		p.check = ClockCheck{}
 	}
 	p.done = make(chan struct{})
+	l := b.laneOf(ctx, p)
 	b.mu.Lock()
 	l.queue = append(l.queue, p)
 	lead := !l.running
@@ -119,10 +116,10 @@ func (b *batcher) submit(order *Order, p *pending) *redis.Cmd {
 // laneOf is the lane of p: on a Cluster member that of the shard serving
 // its first key as the client's slot map has it.
 func (b *batcher) laneOf(ctx context.Context, p *pending) *lane {
-	name, ping := "", b.health.ping
+	name := ""
 	if b.shards != nil && len(p.keys) > 0 {
 		if shard, err := b.shards.shardOf(ctx, p.keys[0]); err == nil {
-			name, ping = shard.Options().Addr, func(ctx context.Context) error { return shard.Ping(ctx).Err() }
+			name = shard.Options().Addr
 		}
 	}
 	b.mu.Lock()
@@ -130,19 +127,9 @@ func (b *batcher) laneOf(ctx context.Context, p *pending) *lane {
 	l := b.lanes[name]
 	if l == nil {
 		l = &lane{}
-		l.health.ping = ping
 		b.lanes[name] = l
 	}
 	return l
-}
-
-// record takes the outcome of one send of l's: to l's breaker, and its
-// round trip to the node's (Node.RTT).
-func (b *batcher) record(l *lane, answered bool, err error, waited time.Duration) {
-	l.health.record(answered, err, waited)
-	if answered {
-		b.health.timing.observe(waited)
-	}
 }
 
 func (b *batcher) flush(l *lane) {
@@ -184,7 +171,7 @@ func (b *batcher) sendQueued(l *lane) {
 	if waited, err := b.probe(ctx, batch); err != nil {
 		// No answer to the probe: the calls are not sent after it (each
 		// would wait out the same silence), and fail as never sent.
-		b.record(l, false, err, waited)
+		b.health.record(false, err, waited)
 		for _, p := range batch {
 			p.cmd = redis.NewCmd(p.ctx)
 			p.cmd.SetErr(fmt.Errorf("%w: reading the node's clock first: %w", ErrNotSent, err))
@@ -204,12 +191,12 @@ func (b *batcher) sendQueued(l *lane) {
 		p.cmd = b.runAlone(ctx, p)
 		got := time.Now()
 		b.markLoaded(p)
-		b.record(l, Answered(p.cmd.Err()), p.cmd.Err(), got.Sub(sent))
+		b.health.record(Answered(p.cmd.Err()), p.cmd.Err(), got.Sub(sent))
 		b.judge(batch, sent, got)
 		close(p.done)
 		return
 	}
-	b.sendPipeline(ctx, l, batch)
+	b.sendPipeline(ctx, batch)
 }
 
 // runAlone runs one call: EVALSHA, falling back to EVAL when the node lost
@@ -265,7 +252,7 @@ func (b *batcher) callFunction(ctx context.Context, p *pending) *redis.Cmd {
 // later call on its key (see evalUncached). The node runs the calls in
 // order, and order matters: a renewal queued before a release must not
 // run after it.
-func (b *batcher) sendPipeline(ctx context.Context, l *lane, batch []*pending) {
+func (b *batcher) sendPipeline(ctx context.Context, batch []*pending) {
 	pipe := b.client.Pipeline()
 	learn := func() {}
 	if b.scatter {
@@ -309,7 +296,7 @@ func (b *batcher) sendPipeline(ctx context.Context, l *lane, batch []*pending) {
 		answered = answered || Answered(p.cmd.Err())
 		last = p.cmd.Err()
 	}
-	b.record(l, answered, last, got.Sub(sent))
+	b.health.record(answered, last, got.Sub(sent))
 	b.judge(batch, sent, got)
 	for _, p := range batch {
 		close(p.done)
@@ -456,17 +443,8 @@ func batchContext(batch []*pending) (context.Context, context.CancelFunc) {
 	return context.WithDeadline(context.Background(), latest)
 }
 
-// wait stops the probers and returns once no goroutine is running.
+// wait stops the prober and returns once no goroutine is running.
 func (b *batcher) wait() {
 	b.health.close()
-	b.mu.Lock()
-	lanes := make([]*lane, 0, len(b.lanes))
-	for _, l := range b.lanes {
-		lanes = append(lanes, l)
-	}
-	b.mu.Unlock()
-	for _, l := range lanes {
-		l.health.close()
-	}
 	b.flusher.Wait()
 }
