@@ -162,9 +162,9 @@ func TestGuard_lockWaitsOutQuarantinesWithoutCalls(t *testing.T) {
 	defer cancel()
 	began := time.Now()
 	_, err := c.Mutex("q").Lock(short)
-	// At once: one round, not the 2 s sleep to the deadline (100 ms leaves
-	// room for make test's load under -race).
-	if took := time.Since(began); took > 100*time.Millisecond || !errors.Is(err, redlock.ErrNotAcquired) ||
+	// At once: one round, not the 2 s sleep to the deadline (300 ms leaves
+	// room for make valkey's load under -race, where 103 ms was seen).
+	if took := time.Since(began); took > 300*time.Millisecond || !errors.Is(err, redlock.ErrNotAcquired) ||
 		!errors.Is(err, redlock.ErrNoQuorum) || !errors.Is(err, redlock.ErrQuarantined) {
 		t.Fatalf("Lock quarantined past its deadline: %v after %v; want ErrNotAcquired, ErrNoQuorum, ErrQuarantined at once", err, took)
 	}
