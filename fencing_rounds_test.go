@@ -164,7 +164,7 @@ func TestFencing_lockCostsTwoScriptCallsPerNode(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	before := make([]int64, len(cluster.Servers))
 	for i := range cluster.Servers {
-		before[i] = scriptCalls(t, cluster.Admin(t, i))
+		before[i] = redlocktest.ScriptCalls(t, cluster.Admin(t, i))
 	}
 	const cycles = 100
 	for range cycles {
@@ -172,7 +172,7 @@ func TestFencing_lockCostsTwoScriptCallsPerNode(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the last stragglers
 	for i := range cluster.Servers {
-		perCycle := float64(scriptCalls(t, cluster.Admin(t, i))-before[i]) / cycles
+		perCycle := float64(redlocktest.ScriptCalls(t, cluster.Admin(t, i))-before[i]) / cycles
 		t.Logf("node %d: %.2f script calls per fenced Lock+Unlock", i, perCycle)
 		if perCycle > 3.1 { // the clock check's occasional probe aside
 			t.Errorf("node %d: %.2f script calls per fenced Lock+Unlock; want 3 (acquire, write-back, release)", i, perCycle)

@@ -4,14 +4,12 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/quorumlock/redlock"
 	"github.com/quorumlock/redlock/redlocktest"
-	"github.com/redis/go-redis/v9"
 )
 
 // undeclare removes the marker the harness set on each node: the nodes are
@@ -122,25 +120,6 @@ func TestGuard_flushedMajorityGrantsNoSecondOwner(t *testing.T) {
 	mustUnlock(t, lease)
 }
 
-// evalCalls is the number of scripts node i ran so far.
-func evalCalls(t *testing.T, admin *redis.Client) int {
-	t.Helper()
-	info, err := admin.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	total := 0
-	for _, line := range strings.Split(info, "\n") {
-		for _, cmd := range []string{"cmdstat_evalsha:calls=", "cmdstat_eval:calls=", "cmdstat_fcall:calls="} {
-			if rest, ok := strings.CutPrefix(strings.TrimSpace(line), cmd); ok {
-				n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-				total += n
-			}
-		}
-	}
-	return total
-}
-
 // A Lock whose every quorum is quarantined past its deadline returns at
 // once; one whose nodes vote again before it sleeps until then instead of
 // calling them.
@@ -169,9 +148,9 @@ func TestGuard_lockWaitsOutQuarantinesWithoutCalls(t *testing.T) {
 		t.Fatalf("Lock quarantined past its deadline: %v after %v; want ErrNotAcquired, ErrNoQuorum, ErrQuarantined at once", err, took)
 	}
 	admin := cluster.Admin(t, 0)
-	before := evalCalls(t, admin)
+	before := int(redlocktest.ScriptCalls(t, admin))
 	lease := mustLock(t, testContext(t), c.Mutex("q"))
-	calls, waited := evalCalls(t, admin)-before, time.Since(began)
+	calls, waited := int(redlocktest.ScriptCalls(t, admin))-before, time.Since(began)
 	if limit := int(waited/time.Second) + 3; calls > limit {
 		t.Fatalf("node 0 ran %d scripts while Lock waited %v; want at most %d", calls, waited, limit)
 	}

@@ -22,7 +22,7 @@ func TestLock_cancelAfterLockCostsNoExtraCalls(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	var calls int64
 	for i := range cluster.Servers {
-		calls -= scriptCalls(t, cluster.Admin(t, i))
+		calls -= redlocktest.ScriptCalls(t, cluster.Admin(t, i))
 	}
 	const cycles = 300
 	for range cycles {
@@ -36,7 +36,7 @@ func TestLock_cancelAfterLockCostsNoExtraCalls(t *testing.T) {
 	}
 	time.Sleep(100 * time.Millisecond) // the last stragglers
 	for i := range cluster.Servers {
-		calls += scriptCalls(t, cluster.Admin(t, i))
+		calls += redlocktest.ScriptCalls(t, cluster.Admin(t, i))
 	}
 	perCycle := float64(calls) / cycles
 	t.Logf("%.2f script calls per cycle on 5 nodes", perCycle)

@@ -13,31 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptCalls is how many scripts (EVAL, EVALSHA, FCALL) node ran since its
-// start (tests take differences: CONFIG RESETSTAT keeps a node out for
-// the restart guard, since it would hide a flush).
-func scriptCalls(t *testing.T, admin *redis.Client) int64 {
-	t.Helper()
-	info, err := admin.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total int64
-	for _, line := range strings.Split(info, "\n") {
-		if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") &&
-			!strings.HasPrefix(line, "cmdstat_fcall:") {
-			continue
-		}
-		for _, field := range strings.Split(strings.TrimSpace(line[strings.Index(line, ":")+1:]), ",") {
-			if value, ok := strings.CutPrefix(field, "calls="); ok {
-				calls, _ := strconv.ParseInt(value, 10, 64)
-				total += calls
-			}
-		}
-	}
-	return total
-}
-
 // commandsProcessed is the node's total_commands_processed.
 func commandsProcessed(t *testing.T, admin *redis.Client) int64 {
 	t.Helper()
@@ -157,9 +132,9 @@ func TestWatchdog_batchesRenewals(t *testing.T) {
 		all = append(all, mustLock(t, ctx, c.Mutex("batch-"+strconv.Itoa(i))))
 	}
 	admin := cluster.Admin(t, 0)
-	before := scriptCalls(t, admin)
+	before := redlocktest.ScriptCalls(t, admin)
 	time.Sleep(held)
-	calls := scriptCalls(t, admin) - before
+	calls := redlocktest.ScriptCalls(t, admin) - before
 	for _, lease := range all {
 		if lease.Err() != nil {
 			t.Fatalf("lease lost while renewed: %v", lease.Err())

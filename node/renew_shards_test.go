@@ -3,8 +3,6 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -12,28 +10,6 @@ import (
 	"github.com/quorumlock/redlock/redlocktest"
 	"github.com/redis/go-redis/v9"
 )
-
-// scriptCallsOn is the script calls (FCALL, EVALSHA, EVAL) a server has
-// counted.
-func scriptCallsOn(t *testing.T, admin *redis.Client) int64 {
-	t.Helper()
-	info, err := admin.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sum int64
-	for _, cmd := range []string{"fcall", "evalsha", "eval"} {
-		if _, rest, ok := strings.Cut(info, "\ncmdstat_"+cmd+":calls="); ok {
-			calls, _, _ := strings.Cut(rest, ",")
-			n, err := strconv.ParseInt(calls, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum += n
-		}
-	}
-	return sum
-}
 
 // On a Redis Cluster member a batch of renewals spanning every shard goes
 // as one call per shard, each item answered; a shard that is down fails
@@ -62,9 +38,9 @@ func TestRenewEach_oneCallPerShardAndAShardFailsItsOwnItems(t *testing.T) {
 		shardOf[i] = rc.ShardOf(int(slot))
 		batch = append(batch, node.Renewal{Keys: keys, Owner: "o", Hold: "h", TTL: time.Minute})
 	}
-	before := scriptCallsOn(t, rc.Admin(t, 0))
+	before := redlocktest.ScriptCalls(t, rc.Admin(t, 0))
 	renewed, errs := n.RenewEach(ctx, batch)
-	if calls := scriptCallsOn(t, rc.Admin(t, 0)) - before; calls != 1 {
+	if calls := redlocktest.ScriptCalls(t, rc.Admin(t, 0)) - before; calls != 1 {
 		t.Errorf("shard 0 ran %d script calls for its part of one batch; want 1", calls)
 	}
 	for i := range batch {

@@ -186,3 +186,29 @@ func must(t testing.TB, what string, errs ...error) {
 		}
 	}
 }
+
+// ScriptCalls is how many scripts (EVAL, EVALSHA, FCALL) the server of
+// admin ran since its start, from INFO commandstats (tests take
+// differences: CONFIG RESETSTAT would keep a node out for the restart
+// guard, since it hides a flush).
+func ScriptCalls(t testing.TB, admin *redis.Client) int64 {
+	t.Helper()
+	info, err := admin.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		t.Fatalf("redlocktest: INFO commandstats: %v", err)
+	}
+	var total int64
+	for _, cmd := range []string{"eval", "evalsha", "fcall"} {
+		_, rest, ok := strings.Cut(info, "\ncmdstat_"+cmd+":calls=")
+		if !ok {
+			continue
+		}
+		calls, _, _ := strings.Cut(rest, ",")
+		n, err := strconv.ParseInt(calls, 10, 64)
+		if err != nil {
+			t.Fatalf("redlocktest: INFO commandstats: %s calls %q: %v", cmd, calls, err)
+		}
+		total += n
+	}
+	return total
+}

@@ -5,8 +5,6 @@ package topology_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -31,28 +29,12 @@ func lockAll(t *testing.T, c *redlock.Client, prefix string, n int) ([]string, [
 	return names, leases
 }
 
-// scriptCalls sums the script calls (FCALL, EVALSHA, EVAL) every shard of
-// m has counted.
+// scriptCalls sums the script calls every shard of m has counted.
 func scriptCalls(t *testing.T, m *redlocktest.RedisCluster) int64 {
 	t.Helper()
 	var sum int64
 	for i := range m.Shards {
-		info, err := m.Admin(t, i).Info(context.Background(), "commandstats").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, cmd := range []string{"fcall", "evalsha", "eval"} {
-			_, rest, ok := strings.Cut(info, "\ncmdstat_"+cmd+":calls=")
-			if !ok {
-				continue
-			}
-			calls, _, _ := strings.Cut(rest, ",")
-			n, err := strconv.ParseInt(calls, 10, 64)
-			if err != nil {
-				t.Fatalf("INFO commandstats: %q: %v", calls, err)
-			}
-			sum += n
-		}
+		sum += redlocktest.ScriptCalls(t, m.Admin(t, i))
 	}
 	return sum
 }
